@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * mreg: /dev/mreg ioctl ABI, shared by kmod/ (mreg.ko) and the mreg library.
+ *
+ * Conventions, as in include/uapi/linux/iommufd.h:
+ *  - Every ioctl takes one struct whose first __u32 is @size, the number of
+ *    bytes userspace knows about (set it to sizeof(struct)).  The kernel
+ *    reads it with copy_struct_from_user(): a shorter struct from an old
+ *    binary gets zeros in the new fields, a longer struct from a new binary
+ *    is accepted when its unknown tail is zero (else E2BIG).
+ *  - The second __u32 is @flags.  Unknown flag bits give EINVAL.
+ *  - Fields named __reserved must be zero, else EINVAL.
+ *  - User pointers are passed as __aligned_u64; there are no pointers,
+ *    longs or size_t, so 32-bit and 64-bit layouts are identical.
+ *  - Output fields are written back for the first @size bytes only.
+ *
+ * Errors common to every ioctl: EFAULT (bad argument pointer), EINVAL
+ * (@size smaller than the first version of the struct, unknown flags,
+ * non-zero reserved fields), E2BIG (non-zero bytes beyond what this module
+ * knows), ENOTTY (unknown ioctl number), EINTR (fatal signal while
+ * pinning).
+ */
+#ifndef _UAPI_MREG_H
+#define _UAPI_MREG_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define MREG_TYPE	0xB7
+#define MREG_CMD_BASE	0x80
+#define MREG_ABI_VERSION	1
+
+enum {
+	MREG_CMD_INFO = MREG_CMD_BASE,
+	MREG_CMD_SET_LIMIT,
+	MREG_CMD_BENCH,
+	MREG_CMD_PIN,
+	MREG_CMD_QUERY,
+	MREG_CMD_UNPIN,
+	MREG_CMD_READ,
+};
+
+/**
+ * enum mreg_info_caps - what this module and caller may use
+ * @MREG_CAP_PHYS: QUERY reports physical addresses (caller has
+ *                 CAP_SYS_ADMIN); without it mreg_extent.phys is 0.
+ * @MREG_CAP_IPC_LOCK: the caller has CAP_IPC_LOCK, so RLIMIT_MEMLOCK is not
+ *                     enforced (the per-file cap still is).
+ * @MREG_CAP_MEMFD: MREG_PIN_FLAG_MEMFD and MREG_BENCH_MEMFD_PIN_FOLIOS are
+ *                  available (memfd_pin_folios(), kernel >= 6.11).
+ */
+enum mreg_info_caps {
+	MREG_CAP_PHYS = 1 << 0,
+	MREG_CAP_IPC_LOCK = 1 << 1,
+	MREG_CAP_MEMFD = 1 << 2,
+};
+
+/**
+ * struct mreg_info - ioctl(MREG_IOC_INFO)
+ * @size: sizeof(struct mreg_info)
+ * @flags: must be 0
+ * @abi_version: out, MREG_ABI_VERSION of the module
+ * @page_size: out, PAGE_SIZE of the kernel
+ * @caps: out, bitmask of enum mreg_info_caps for this caller
+ * @__reserved: must be 0
+ * @file_max_pages: out, cap on pages pinned through this open file
+ * @file_pinned_pages: out, pages pinned through this open file now
+ * @memlock_limit_pages: out, RLIMIT_MEMLOCK of the caller in pages
+ * @mm_pinned_pages: out, mm->pinned_vm of the caller in pages
+ *
+ * Describes the module and the accounting state seen by this file.
+ */
+struct mreg_info {
+	__u32 size;
+	__u32 flags;
+	__u32 abi_version;
+	__u32 page_size;
+	__u32 caps;
+	__u32 __reserved;
+	__aligned_u64 file_max_pages;
+	__aligned_u64 file_pinned_pages;
+	__aligned_u64 memlock_limit_pages;
+	__aligned_u64 mm_pinned_pages;
+};
+
+#define MREG_IOC_INFO _IO(MREG_TYPE, MREG_CMD_INFO)
+
+/**
+ * struct mreg_set_limit - ioctl(MREG_IOC_SET_LIMIT)
+ * @size: sizeof(struct mreg_set_limit)
+ * @flags: must be 0
+ * @max_pages: new cap on the pages pinned through this open file
+ *
+ * Lowers (or raises up to the module parameter max_pin_pages_per_file) the
+ * per-file cap.  A process can so bound what a library may pin.
+ *
+ * Errors: EINVAL if @max_pages is above the module parameter or below the
+ * pages this file holds pinned now.
+ */
+struct mreg_set_limit {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 max_pages;
+};
+
+#define MREG_IOC_SET_LIMIT _IO(MREG_TYPE, MREG_CMD_SET_LIMIT)
+
+/**
+ * enum mreg_bench_method - the GUP call that MREG_IOC_BENCH times
+ * @MREG_BENCH_GUP_FAST: get_user_pages_fast(), put with put_page()
+ * @MREG_BENCH_PUP_FAST: pin_user_pages_fast()
+ * @MREG_BENCH_PUP: pin_user_pages() (slow path) under mmap_read_lock
+ * @MREG_BENCH_PUP_REMOTE: pin_user_pages_remote() on current->mm under
+ *                         mmap_read_lock
+ * @MREG_BENCH_MEMFD_PIN_FOLIOS: memfd_pin_folios() on @memfd from
+ *                               @memfd_offset; put with unpin_folios()
+ * @MREG_BENCH_NR_METHODS: number of methods
+ */
+enum mreg_bench_method {
+	MREG_BENCH_GUP_FAST,
+	MREG_BENCH_PUP_FAST,
+	MREG_BENCH_PUP,
+	MREG_BENCH_PUP_REMOTE,
+	MREG_BENCH_MEMFD_PIN_FOLIOS,
+	MREG_BENCH_NR_METHODS,
+};
+
+/**
+ * enum mreg_bench_flags - flags of struct mreg_bench
+ * @MREG_BENCH_FLAG_WRITE: FOLL_WRITE (else a read-only get/pin)
+ * @MREG_BENCH_FLAG_LONGTERM: FOLL_LONGTERM; only for the pin_user_pages*
+ *                            methods (EINVAL with GUP_FAST; implied by
+ *                            memfd_pin_folios)
+ */
+enum mreg_bench_flags {
+	MREG_BENCH_FLAG_WRITE = 1 << 0,
+	MREG_BENCH_FLAG_LONGTERM = 1 << 1,
+};
+
+#define MREG_BENCH_NR_ORDERS 32
+
+/**
+ * struct mreg_bench - ioctl(MREG_IOC_BENCH), the mm/gup_test.c equivalent
+ * @size: sizeof(struct mreg_bench)
+ * @flags: enum mreg_bench_flags
+ * @method: enum mreg_bench_method
+ * @pages_per_call: pages asked per GUP call (folios per call for
+ *                  memfd_pin_folios); 0 means all in one call
+ * @memfd: for MREG_BENCH_MEMFD_PIN_FOLIOS, a memfd (shmem or hugetlbfs),
+ *         else must be 0
+ * @__reserved: must be 0
+ * @addr: user address, page aligned (ignored for memfd_pin_folios: 0)
+ * @length: bytes, page aligned, > 0, at most the per-file cap
+ * @memfd_offset: for MREG_BENCH_MEMFD_PIN_FOLIOS, page-aligned file offset
+ * @get_ns: out, time of the get/pin loop in ns (ktime_get)
+ * @put_ns: out, time of the put/unpin in ns
+ * @nr_pages: out, pages actually got/pinned (memfd: pages covered)
+ * @nr_folios: out, distinct folios among them
+ * @order_hist: out, @order_hist[o] counts the distinct folios of order o
+ *
+ * Pins the range once, as gup_test does, then releases it; nothing stays
+ * pinned and nothing is charged to RLIMIT_MEMLOCK.  The folio census is
+ * taken between get and put, outside both timings.
+ *
+ * Errors: EINVAL (bad method, flags, alignment, overflow, @length 0 or
+ * above the per-file cap, not a memfd), ENOMEM, EFAULT (a GUP call pinned
+ * nothing: unmapped, PROT_NONE for the access, VM_IO/VM_PFNMAP), and any
+ * error returned by the first GUP call.  A later short call ends the loop
+ * and @nr_pages says how far it got.
+ */
+struct mreg_bench {
+	__u32 size;
+	__u32 flags;
+	__u32 method;
+	__u32 pages_per_call;
+	__s32 memfd;
+	__u32 __reserved;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__aligned_u64 memfd_offset;
+	__aligned_u64 get_ns;
+	__aligned_u64 put_ns;
+	__aligned_u64 nr_pages;
+	__aligned_u64 nr_folios;
+	__aligned_u64 order_hist[MREG_BENCH_NR_ORDERS];
+};
+
+#define MREG_IOC_BENCH _IO(MREG_TYPE, MREG_CMD_BENCH)
+
+/**
+ * enum mreg_pin_flags - flags of struct mreg_pin
+ * @MREG_PIN_FLAG_MEMFD: pin file pages of @memfd from @addr (a file offset)
+ *                       with memfd_pin_folios(), one pin per folio
+ * @MREG_PIN_FLAG_READONLY: pin without FOLL_WRITE
+ */
+enum mreg_pin_flags {
+	MREG_PIN_FLAG_MEMFD = 1 << 0,
+	MREG_PIN_FLAG_READONLY = 1 << 1,
+};
+
+/**
+ * struct mreg_pin - ioctl(MREG_IOC_PIN)
+ * @size: sizeof(struct mreg_pin)
+ * @flags: enum mreg_pin_flags
+ * @memfd: with MREG_PIN_FLAG_MEMFD a memfd (shmem or hugetlbfs), else 0
+ * @__reserved: must be 0
+ * @addr: user virtual address, or with MREG_PIN_FLAG_MEMFD the file offset;
+ *        page aligned
+ * @length: bytes, page aligned, > 0
+ * @out_handle: out, non-zero handle, valid for this open file
+ * @out_nr_extents: out, number of extents QUERY returns for the pin
+ * @out_nr_pages: out, pages pinned (@length / page_size)
+ * @out_nr_folios: out, folios in the pin: for memfd the folios pinned, else
+ *                 the changes of folio along the range plus one
+ *
+ * Pins the range long-term and keeps it pinned until MREG_IOC_UNPIN, close
+ * of the last reference to the file, or process exit.  Anonymous and file
+ * mappings are pinned with pin_user_pages_fast(FOLL_WRITE | FOLL_LONGTERM)
+ * in large batches; memfds with memfd_pin_folios().  The pages are charged
+ * to the caller's mm->pinned_vm against RLIMIT_MEMLOCK unless it has
+ * CAP_IPC_LOCK, and always to the per-file cap.
+ *
+ * Errors: EINVAL (unaligned, zero or overflowing range, bad flags, memfd
+ * not shmem/hugetlbfs, range past end of memfd), EBADF (@memfd not open),
+ * ENOMEM (RLIMIT_MEMLOCK or per-file cap exceeded, or no memory; nothing
+ * stays pinned), EFAULT (part of the range is unmapped, PROT_NONE, VM_IO
+ * or VM_PFNMAP; nothing stays pinned), EOPNOTSUPP (memfd pinning needs
+ * kernel >= 6.11), ENOSPC (handle space exhausted), EINTR.
+ */
+struct mreg_pin {
+	__u32 size;
+	__u32 flags;
+	__s32 memfd;
+	__u32 __reserved;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__u32 out_handle;
+	__u32 out_nr_extents;
+	__aligned_u64 out_nr_pages;
+	__aligned_u64 out_nr_folios;
+};
+
+#define MREG_IOC_PIN _IO(MREG_TYPE, MREG_CMD_PIN)
+
+/**
+ * struct mreg_extent - one folio-coalesced piece of a pin
+ * @offset: byte offset of the extent within the pinned range
+ * @length: bytes; the extent lies within one folio and is physically
+ *          contiguous
+ * @phys: physical address of the first byte, or 0 without MREG_CAP_PHYS
+ * @order: folio_order() of the folio holding the extent
+ * @__reserved: 0
+ */
+struct mreg_extent {
+	__aligned_u64 offset;
+	__aligned_u64 length;
+	__aligned_u64 phys;
+	__u32 order;
+	__u32 __reserved;
+};
+
+/**
+ * struct mreg_query - ioctl(MREG_IOC_QUERY)
+ * @size: sizeof(struct mreg_query)
+ * @flags: must be 0
+ * @handle: handle from MREG_IOC_PIN
+ * @__reserved: must be 0
+ * @extents: user pointer to an array of struct mreg_extent
+ * @nr_extents: in, entries in @extents; out, extents of the pin
+ * @extent_size: sizeof(struct mreg_extent) as userspace knows it (>= 32);
+ *               the kernel writes min(@extent_size, its own) bytes per entry
+ *
+ * Fills @extents in increasing @offset order.  Consecutive pages are in
+ * one extent while they are in the same folio and physically consecutive.
+ *
+ * Errors: ENOENT (unknown handle), EMSGSIZE (@nr_extents too small: it is
+ * set to the number needed, and nothing else is written), EINVAL
+ * (@extent_size < 32).
+ */
+struct mreg_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+	__aligned_u64 extents;
+	__aligned_u64 nr_extents;
+	__u32 extent_size;
+	__u32 __reserved2;
+};
+
+#define MREG_IOC_QUERY _IO(MREG_TYPE, MREG_CMD_QUERY)
+
+/**
+ * struct mreg_unpin - ioctl(MREG_IOC_UNPIN)
+ * @size: sizeof(struct mreg_unpin)
+ * @flags: must be 0
+ * @handle: handle from MREG_IOC_PIN
+ * @__reserved: must be 0
+ *
+ * Releases the pin and its RLIMIT_MEMLOCK charge.  The handle is not
+ * reused until the handle space wraps.
+ *
+ * Errors: ENOENT (unknown or already unpinned handle).
+ */
+struct mreg_unpin {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+};
+
+#define MREG_IOC_UNPIN _IO(MREG_TYPE, MREG_CMD_UNPIN)
+
+/**
+ * struct mreg_read - ioctl(MREG_IOC_READ)
+ * @size: sizeof(struct mreg_read)
+ * @flags: must be 0
+ * @handle: handle from MREG_IOC_PIN
+ * @__reserved: must be 0
+ * @offset: byte offset within the pinned range
+ * @length: bytes to copy
+ * @dst: user pointer receiving the bytes
+ *
+ * Copies bytes out through the pinned pages (kmap_local_page()), that is
+ * what a device doing DMA to the pinned pages sees, whatever the process
+ * has mapped at the address since.
+ *
+ * Errors: ENOENT (unknown handle), EINVAL (@offset + @length beyond the
+ * pin or overflowing), EFAULT (@dst not writable).
+ */
+struct mreg_read {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+	__aligned_u64 offset;
+	__aligned_u64 length;
+	__aligned_u64 dst;
+};
+
+#define MREG_IOC_READ _IO(MREG_TYPE, MREG_CMD_READ)
+
+#endif /* _UAPI_MREG_H */

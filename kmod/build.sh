@@ -1,0 +1,113 @@
+#!/bin/bash
+# Build mreg.ko warning-free (W=1, warnings are errors) against Debian's
+# linux-headers for 6.12, and check the sources with checkpatch --strict.
+#
+#   kmod/build.sh [build]        headers + module (default)
+#   kmod/build.sh checkpatch     checkpatch.pl --strict from linux-source-6.12
+#   kmod/build.sh all            both
+#   kmod/build.sh dkms-install   copy the tree to /usr/src/mreg-1.0
+#
+# Env: KVER (default 6.12.117+deb12-amd64), KDIR (default its headers dir).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+KVER=${KVER:-6.12.117+deb12-amd64}
+KDIR=${KDIR:-/usr/src/linux-headers-$KVER}
+SRC_PKG=linux-source-6.12
+SRC_VER=${SRC_VER:-6.12.117-1~deb12u1}
+CACHE=$TOP/build/cache
+CP_DIR=$CACHE/kmod-src/$SRC_PKG
+SOURCES=(mreg_main.c mreg_file.c mreg_bench.c mreg_pin.c mreg_account.c
+	 mreg_priv.h Kbuild)
+
+log() { echo "kmod/build.sh: $*" >&2; }
+
+# apt-get update only when an install is needed, as CI starts clean.
+apt_install() {
+	if dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; then
+		return
+	fi
+	log "installing $1"
+	apt-get -o DPkg::Lock::Timeout=900 update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 \
+		install -y -q "$1" >&2
+}
+
+ensure_headers() {
+	if [ ! -e "$KDIR/Makefile" ]; then
+		apt_install "linux-headers-$KVER"
+	fi
+	apt_install make
+	apt_install gcc
+}
+
+# W=1 output must be empty of warnings: grep them out of the log and fail.
+build_module() {
+	local logf
+	ensure_headers
+	logf=$(mktemp)
+	make -C "$HERE" KDIR="$KDIR" clean >/dev/null
+	if ! nice make -C "$HERE" KDIR="$KDIR" W=1 2>&1 | tee "$logf" >&2; then
+		rm -f "$logf"
+		log "build failed"
+		return 1
+	fi
+	if grep -qiE 'warning:|error:' "$logf"; then
+		rm -f "$logf"
+		log "build has warnings"
+		return 1
+	fi
+	rm -f "$logf"
+	log "built $HERE/mreg.ko for $KVER"
+}
+
+# Only scripts/checkpatch.pl and its two data files are taken from the
+# linux-source tarball (about 150 MB), into build/cache, not build/kernel.
+ensure_checkpatch() {
+	local deb tarxz
+	[ -f "$CP_DIR/scripts/checkpatch.pl" ] && return
+	mkdir -p "$CACHE/debs" "$CACHE/kmod-src"
+	deb=$(ls "$CACHE/debs/${SRC_PKG}_"*.deb 2>/dev/null | head -n1 || true)
+	if [ -z "$deb" ]; then
+		apt_install xz-utils
+		(cd "$CACHE/debs" && apt-get download "$SRC_PKG=$SRC_VER" ||
+			{ apt-get update -qq && apt-get download "$SRC_PKG=$SRC_VER"; })
+		deb=$(ls "$CACHE/debs/${SRC_PKG}_"*.deb | head -n1)
+	fi
+	tarxz=$(mktemp)
+	dpkg-deb --fsys-tarfile "$deb" |
+		tar -xO "./usr/src/$SRC_PKG.tar.xz" >"$tarxz"
+	tar -xJf "$tarxz" -C "$CACHE/kmod-src" \
+		"$SRC_PKG/scripts/checkpatch.pl" \
+		"$SRC_PKG/scripts/spelling.txt" \
+		"$SRC_PKG/scripts/const_structs.checkpatch"
+	rm -f "$tarxz"
+}
+
+run_checkpatch() {
+	local f rc=0
+	ensure_checkpatch
+	for f in "${SOURCES[@]/#/$HERE/}" "$TOP/include/uapi/mreg.h"; do
+		perl "$CP_DIR/scripts/checkpatch.pl" --strict --no-tree -q \
+			--show-types -f "$f" || rc=1
+	done
+	[ $rc -eq 0 ] && log "checkpatch --strict clean"
+	return $rc
+}
+
+dkms_install() {
+	local dst=/usr/src/mreg-1.0
+	mkdir -p "$dst/include/uapi"
+	cp "${SOURCES[@]/#/$HERE/}" "$HERE/Makefile" "$HERE/dkms.conf" "$dst/"
+	cp "$TOP/include/uapi/mreg.h" "$dst/include/uapi/"
+	log "sources in $dst; now: dkms install mreg/1.0"
+}
+
+case "${1:-build}" in
+build) build_module ;;
+checkpatch) run_checkpatch ;;
+all) build_module && run_checkpatch ;;
+dkms-install) dkms_install ;;
+*) echo "usage: $0 [build|checkpatch|all|dkms-install]" >&2; exit 2 ;;
+esac

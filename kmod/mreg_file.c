@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * File operations of /dev/mreg and the ioctl dispatch table.
+ *
+ * Each ioctl takes one size-prefixed struct (include/uapi/mreg.h).  As in
+ * iommufd, the table gives the struct size and the minimum size (the end
+ * of its first version), copy_struct_from_user() makes old and new
+ * binaries work, and the result is copied back for the size userspace
+ * gave.
+ */
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "mreg_priv.h"
+
+union mreg_ucmd_buffer {
+	struct mreg_info info;
+	struct mreg_set_limit set_limit;
+	struct mreg_bench bench;
+	struct mreg_pin pin;
+	struct mreg_query query;
+	struct mreg_unpin unpin;
+	struct mreg_read read;
+};
+
+/**
+ * struct mreg_ioctl_op - one entry of the dispatch table
+ * @size: sizeof the command struct known to this module
+ * @min_size: size of the first ABI version of the struct
+ * @ioctl_num: full ioctl number, to refuse foreign types on the same nr
+ * @respond: copy the struct back even when @execute fails with this errno
+ *           (QUERY returns the needed count with EMSGSIZE)
+ * @execute: the handler
+ */
+struct mreg_ioctl_op {
+	unsigned int size;
+	unsigned int min_size;
+	unsigned int ioctl_num;
+	int respond;
+	int (*execute)(struct mreg_file *mf, void *cmd);
+};
+
+static int mreg_ioc_info(struct mreg_file *mf, void *cmd)
+{
+	struct mreg_info *info = cmd;
+
+	if (info->flags || info->__reserved)
+		return -EINVAL;
+	mreg_account_info(mf, info);
+	return 0;
+}
+
+static int mreg_ioc_set_limit(struct mreg_file *mf, void *cmd)
+{
+	struct mreg_set_limit *sl = cmd;
+
+	if (sl->flags)
+		return -EINVAL;
+	return mreg_account_set_limit(mf, sl->max_pages);
+}
+
+static int mreg_ioc_bench(struct mreg_file *mf, void *cmd)
+{
+	return mreg_bench(mf, cmd);
+}
+
+static int mreg_ioc_pin(struct mreg_file *mf, void *cmd)
+{
+	return mreg_pin(mf, cmd);
+}
+
+static int mreg_ioc_query(struct mreg_file *mf, void *cmd)
+{
+	return mreg_query(mf, cmd);
+}
+
+static int mreg_ioc_unpin(struct mreg_file *mf, void *cmd)
+{
+	return mreg_unpin(mf, cmd);
+}
+
+static int mreg_ioc_read(struct mreg_file *mf, void *cmd)
+{
+	return mreg_read(mf, cmd);
+}
+
+/* In MREG_CMD_* order; mreg_fops_ioctl() checks ioctl_num. */
+#define MREG_IOCTL_OP(_ioctl, _fn, _struct, _last, _respond)		\
+	{								\
+		.size = sizeof(_struct) +				\
+			BUILD_BUG_ON_ZERO(sizeof(union mreg_ucmd_buffer) < \
+					  sizeof(_struct)),		\
+		.min_size = offsetofend(_struct, _last),		\
+		.ioctl_num = _ioctl,					\
+		.respond = _respond,					\
+		.execute = _fn,						\
+	}
+
+static const struct mreg_ioctl_op mreg_ioctl_ops[] = {
+	MREG_IOCTL_OP(MREG_IOC_INFO, mreg_ioc_info, struct mreg_info,
+		      mm_pinned_pages, 0),
+	MREG_IOCTL_OP(MREG_IOC_SET_LIMIT, mreg_ioc_set_limit,
+		      struct mreg_set_limit, max_pages, 0),
+	MREG_IOCTL_OP(MREG_IOC_BENCH, mreg_ioc_bench, struct mreg_bench,
+		      order_hist, 0),
+	MREG_IOCTL_OP(MREG_IOC_PIN, mreg_ioc_pin, struct mreg_pin,
+		      out_nr_folios, 0),
+	MREG_IOCTL_OP(MREG_IOC_QUERY, mreg_ioc_query, struct mreg_query,
+		      __reserved2, -EMSGSIZE),
+	MREG_IOCTL_OP(MREG_IOC_UNPIN, mreg_ioc_unpin, struct mreg_unpin,
+		      __reserved, 0),
+	MREG_IOCTL_OP(MREG_IOC_READ, mreg_ioc_read, struct mreg_read, dst, 0),
+};
+
+static long mreg_fops_ioctl(struct file *filp, unsigned int cmd,
+			    unsigned long arg)
+{
+	void __user *ubuf = (void __user *)arg;
+	const struct mreg_ioctl_op *op;
+	union mreg_ucmd_buffer buf;
+	unsigned int nr = _IOC_NR(cmd);
+	u32 user_size;
+	int ret;
+
+	if (nr < MREG_CMD_BASE || nr - MREG_CMD_BASE >= ARRAY_SIZE(mreg_ioctl_ops))
+		return -ENOTTY;
+	op = &mreg_ioctl_ops[nr - MREG_CMD_BASE];
+	if (op->ioctl_num != cmd)
+		return -ENOTTY;
+	if (get_user(user_size, (u32 __user *)ubuf))
+		return -EFAULT;
+	if (user_size < op->min_size)
+		return -EINVAL;
+	ret = copy_struct_from_user(&buf, op->size, ubuf, user_size);
+	if (ret)
+		return ret;
+	ret = op->execute(filp->private_data, &buf);
+	if (ret && ret != op->respond)
+		return ret;
+	if (copy_to_user(ubuf, &buf, min_t(size_t, op->size, user_size)))
+		return -EFAULT;
+	return ret;
+}
+
+static int mreg_fops_open(struct inode *inode, struct file *filp)
+{
+	struct mreg_file *mf;
+
+	mf = kzalloc(sizeof(*mf), GFP_KERNEL_ACCOUNT);
+	if (!mf)
+		return -ENOMEM;
+	xa_init_flags(&mf->pins, XA_FLAGS_ALLOC1);
+	mutex_init(&mf->lock);
+	atomic64_set(&mf->pinned_pages, 0);
+	mf->max_pages = READ_ONCE(mreg_max_pin_pages_per_file);
+	filp->private_data = mf;
+	return nonseekable_open(inode, filp);
+}
+
+static int mreg_fops_release(struct inode *inode, struct file *filp)
+{
+	struct mreg_file *mf = filp->private_data;
+
+	mreg_pin_release_all(mf);
+	xa_destroy(&mf->pins);
+	mutex_destroy(&mf->lock);
+	kfree(mf);
+	return 0;
+}
+
+const struct file_operations mreg_fops = {
+	.owner = THIS_MODULE,
+	.open = mreg_fops_open,
+	.release = mreg_fops_release,
+	.unlocked_ioctl = mreg_fops_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};

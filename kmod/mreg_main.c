@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mreg.ko: pins user memory for userspace drivers, reports the pinned
+ * folios as extents, and times the GUP calls the way mm/gup_test.c does on
+ * kernels built without CONFIG_GUP_TEST.
+ *
+ * This file registers the misc device /dev/mreg.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+
+#include "mreg_priv.h"
+
+/* 1 GiB of 4 KiB pages: enough for the 256 MiB benches, small for a guest. */
+unsigned long mreg_max_pin_pages_per_file = 1UL << 18;
+module_param_named(max_pin_pages_per_file, mreg_max_pin_pages_per_file,
+		   ulong, 0644);
+MODULE_PARM_DESC(max_pin_pages_per_file,
+		 "Cap on pages pinned through one open file (default 262144)");
+
+static struct miscdevice mreg_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "mreg",
+	.fops = &mreg_fops,
+	/* RLIMIT_MEMLOCK and the per-file cap bound what anyone can pin. */
+	.mode = 0666,
+};
+
+static int __init mreg_init(void)
+{
+	int ret;
+
+	ret = misc_register(&mreg_misc);
+	if (ret)
+		pr_err("misc_register failed: %d\n", ret);
+	return ret;
+}
+
+static void __exit mreg_exit(void)
+{
+	misc_deregister(&mreg_misc);
+}
+
+module_init(mreg_init);
+module_exit(mreg_exit);
+
+MODULE_DESCRIPTION("Pin service with folio extents and GUP benchmark");
+MODULE_AUTHOR("mreg developers");
+MODULE_LICENSE("GPL");
+MODULE_VERSION("1.0");

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The pin service: MREG_IOC_PIN, QUERY, UNPIN and READ.
+ *
+ * A pin keeps every pinned page in order, whatever pinned it, so QUERY and
+ * READ walk one array.  Anonymous and file mappings are pinned with
+ * pin_user_pages_fast(FOLL_LONGTERM) in large batches; memfds with
+ * memfd_pin_folios(), which takes one pin per folio, and the pages array
+ * is then filled from the folios.
+ */
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/io.h>
+#include <linux/memfd.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "mreg_priv.h"
+
+/* 256 MiB of 4 KiB pages per pin_user_pages_fast() call. */
+#define MREG_PIN_BATCH		65536UL
+#define MREG_PIN_FLAGS		(MREG_PIN_FLAG_MEMFD | MREG_PIN_FLAG_READONLY)
+#define MREG_EXTENT_MIN_SIZE	sizeof(struct mreg_extent)
+
+/**
+ * mreg_check_range() - validate a user range or file range
+ * @addr: start, user address or file offset
+ * @length: bytes
+ *
+ * Return: 0, or -EINVAL when the range is empty, unaligned or wraps.
+ */
+int mreg_check_range(u64 addr, u64 length)
+{
+	u64 end;
+
+	if (!length || !PAGE_ALIGNED(addr) || !PAGE_ALIGNED(length))
+		return -EINVAL;
+	if (check_add_overflow(addr, length, &end))
+		return -EINVAL;
+	return 0;
+}
+
+static bool mreg_same_extent(struct page *a, struct page *b)
+{
+	return page_folio(a) == page_folio(b) &&
+	       page_to_pfn(a) + 1 == page_to_pfn(b);
+}
+
+static unsigned long mreg_extent_end(struct mreg_pin_obj *pin,
+				     unsigned long i)
+{
+	while (i + 1 < pin->nr_pages &&
+	       mreg_same_extent(pin->pages[i], pin->pages[i + 1]))
+		i++;
+	return i + 1;
+}
+
+static unsigned long mreg_count_extents(struct mreg_pin_obj *pin)
+{
+	unsigned long i = 0, n = 0;
+
+	while (i < pin->nr_pages) {
+		i = mreg_extent_end(pin, i);
+		n++;
+	}
+	return n;
+}
+
+static unsigned long mreg_count_folio_runs(struct mreg_pin_obj *pin)
+{
+	unsigned long i, n = 1;
+
+	if (pin->folios)
+		return pin->nr_folios;
+	for (i = 1; i < pin->nr_pages; i++)
+		if (page_folio(pin->pages[i]) != page_folio(pin->pages[i - 1]))
+			n++;
+	return n;
+}
+
+static void mreg_unpin_pages(struct mreg_pin_obj *pin, unsigned long npages)
+{
+	if (pin->folios)
+		unpin_folios(pin->folios, pin->nr_folios);
+	else
+		unpin_user_pages_dirty_lock(pin->pages, npages, pin->writable);
+}
+
+static void mreg_pin_free(struct mreg_pin_obj *pin)
+{
+	kvfree(pin->folios);
+	kvfree(pin->pages);
+	kfree(pin);
+}
+
+static void mreg_pin_destroy(struct mreg_file *mf, struct mreg_pin_obj *pin)
+{
+	mreg_unpin_pages(pin, pin->nr_pages);
+	mreg_account_uncharge(mf, pin);
+	mreg_pin_free(pin);
+}
+
+static int mreg_pin_user(struct mreg_pin_obj *pin, unsigned long addr)
+{
+	unsigned int gup_flags = FOLL_LONGTERM;
+	unsigned long done = 0;
+	long n;
+
+	if (pin->writable)
+		gup_flags |= FOLL_WRITE;
+	while (done < pin->nr_pages) {
+		n = min(pin->nr_pages - done, MREG_PIN_BATCH);
+		n = pin_user_pages_fast(addr + (done << PAGE_SHIFT), n,
+					gup_flags, pin->pages + done);
+		if (n <= 0)
+			goto err_unpin;
+		done += n;
+		if (fatal_signal_pending(current)) {
+			n = -EINTR;
+			goto err_unpin;
+		}
+		cond_resched();
+	}
+	return 0;
+
+err_unpin:
+	unpin_user_pages(pin->pages, done);
+	return n ? n : -EFAULT;
+}
+
+/* Fill pin->pages from the folios memfd_pin_folios() returned. */
+static void mreg_pin_fill_pages(struct mreg_pin_obj *pin, pgoff_t first_off)
+{
+	unsigned long k = 0, f, p;
+	struct folio *folio;
+
+	for (f = 0; f < pin->nr_folios && k < pin->nr_pages; f++) {
+		folio = pin->folios[f];
+		p = f ? 0 : first_off >> PAGE_SHIFT;
+		for (; p < folio_nr_pages(folio) && k < pin->nr_pages; p++)
+			pin->pages[k++] = folio_page(folio, p);
+	}
+	WARN_ON_ONCE(k != pin->nr_pages);
+}
+
+static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
+				loff_t start)
+{
+	loff_t end = start + ((loff_t)pin->nr_pages << PAGE_SHIFT) - 1;
+	pgoff_t first_off = 0;
+	long n;
+
+	pin->folios = kvcalloc(pin->nr_pages, sizeof(*pin->folios),
+			       GFP_KERNEL_ACCOUNT);
+	if (!pin->folios)
+		return -ENOMEM;
+	n = memfd_pin_folios(file, start, end, pin->folios,
+			     min_t(unsigned long, pin->nr_pages, UINT_MAX),
+			     &first_off);
+	if (n <= 0)
+		return n ? n : -EFAULT;
+	pin->nr_folios = n;
+	mreg_pin_fill_pages(pin, first_off);
+	return 0;
+}
+
+static int mreg_pin_memfd(struct mreg_pin_obj *pin, int fd, u64 offset)
+{
+	struct file *file;
+	long ret;
+
+	if (offset > LLONG_MAX - ((u64)pin->nr_pages << PAGE_SHIFT))
+		return -EINVAL;
+	file = fget(fd);
+	if (!file)
+		return -EBADF;
+	ret = mreg_pin_memfd_file(pin, file, offset);
+	fput(file);
+	if (ret) {
+		kvfree(pin->folios);
+		pin->folios = NULL;
+	}
+	return ret;
+}
+
+static int mreg_pin_check(struct mreg_pin *cmd)
+{
+	if (cmd->flags & ~MREG_PIN_FLAGS || cmd->__reserved)
+		return -EINVAL;
+	if (!(cmd->flags & MREG_PIN_FLAG_MEMFD) && cmd->memfd)
+		return -EINVAL;
+	return mreg_check_range(cmd->addr, cmd->length);
+}
+
+static int mreg_pin_pages(struct mreg_pin_obj *pin, struct mreg_pin *cmd)
+{
+	pin->pages = kvcalloc(pin->nr_pages, sizeof(*pin->pages),
+			      GFP_KERNEL_ACCOUNT);
+	if (!pin->pages)
+		return -ENOMEM;
+	if (cmd->flags & MREG_PIN_FLAG_MEMFD)
+		return mreg_pin_memfd(pin, cmd->memfd, cmd->addr);
+	return mreg_pin_user(pin, cmd->addr);
+}
+
+/**
+ * mreg_pin() - MREG_IOC_PIN
+ * @mf: the open file
+ * @cmd: the command, outputs filled on success
+ *
+ * Return: 0 or -errno; on error nothing stays pinned or charged.
+ */
+int mreg_pin(struct mreg_file *mf, struct mreg_pin *cmd)
+{
+	struct mreg_pin_obj *pin;
+	u32 handle;
+	int ret;
+
+	ret = mreg_pin_check(cmd);
+	if (ret)
+		return ret;
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
+	if (!pin)
+		return -ENOMEM;
+	pin->nr_pages = cmd->length >> PAGE_SHIFT;
+	pin->writable = !(cmd->flags & MREG_PIN_FLAG_READONLY);
+	ret = mreg_account_charge(mf, pin);
+	if (ret)
+		goto err_free;
+	ret = mreg_pin_pages(pin, cmd);
+	if (ret)
+		goto err_uncharge;
+	pin->nr_extents = mreg_count_extents(pin);
+	ret = xa_alloc_cyclic(&mf->pins, &handle, pin, xa_limit_31b,
+			      &mf->next_handle, GFP_KERNEL_ACCOUNT);
+	if (ret < 0)
+		goto err_unpin;
+	cmd->out_handle = handle;
+	cmd->out_nr_extents = min_t(unsigned long, pin->nr_extents, U32_MAX);
+	cmd->out_nr_pages = pin->nr_pages;
+	cmd->out_nr_folios = mreg_count_folio_runs(pin);
+	return 0;
+
+err_unpin:
+	mreg_unpin_pages(pin, pin->nr_pages);
+	if (ret == -EBUSY)
+		ret = -ENOSPC;
+err_uncharge:
+	mreg_account_uncharge(mf, pin);
+err_free:
+	mreg_pin_free(pin);
+	return ret;
+}
+
+/**
+ * mreg_unpin() - MREG_IOC_UNPIN
+ * @mf: the open file
+ * @cmd: the command
+ *
+ * Return: 0, -EINVAL for bad flags, -ENOENT for an unknown handle.
+ */
+int mreg_unpin(struct mreg_file *mf, struct mreg_unpin *cmd)
+{
+	struct mreg_pin_obj *pin;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	mutex_lock(&mf->lock);
+	pin = xa_erase(&mf->pins, cmd->handle);
+	mutex_unlock(&mf->lock);
+	if (!pin)
+		return -ENOENT;
+	mreg_pin_destroy(mf, pin);
+	return 0;
+}
+
+/**
+ * mreg_pin_release_all() - drop every pin of a file being released
+ * @mf: the open file, no longer reachable from userspace
+ */
+void mreg_pin_release_all(struct mreg_file *mf)
+{
+	struct mreg_pin_obj *pin;
+	unsigned long index;
+
+	xa_for_each(&mf->pins, index, pin) {
+		xa_erase(&mf->pins, index);
+		mreg_pin_destroy(mf, pin);
+		cond_resched();
+	}
+}
+
+static int mreg_put_extent(struct mreg_query *cmd, unsigned long n,
+			   struct mreg_pin_obj *pin, unsigned long first,
+			   unsigned long end, bool phys)
+{
+	void __user *dst = u64_to_user_ptr(cmd->extents) + n * cmd->extent_size;
+	struct mreg_extent e = {
+		.offset = (u64)first << PAGE_SHIFT,
+		.length = (u64)(end - first) << PAGE_SHIFT,
+		.order = folio_order(page_folio(pin->pages[first])),
+	};
+
+	if (phys)
+		e.phys = page_to_phys(pin->pages[first]);
+	if (copy_to_user(dst, &e, min_t(size_t, sizeof(e), cmd->extent_size)))
+		return -EFAULT;
+	return 0;
+}
+
+static int mreg_query_pin(struct mreg_query *cmd, struct mreg_pin_obj *pin)
+{
+	bool phys = capable(CAP_SYS_ADMIN);
+	unsigned long i = 0, n = 0, end;
+	int ret;
+
+	if (cmd->nr_extents < pin->nr_extents) {
+		cmd->nr_extents = pin->nr_extents;
+		return -EMSGSIZE;
+	}
+	while (i < pin->nr_pages) {
+		end = mreg_extent_end(pin, i);
+		ret = mreg_put_extent(cmd, n++, pin, i, end, phys);
+		if (ret)
+			return ret;
+		i = end;
+	}
+	cmd->nr_extents = n;
+	return 0;
+}
+
+/**
+ * mreg_query() - MREG_IOC_QUERY
+ * @mf: the open file
+ * @cmd: the command
+ *
+ * Return: 0, -EMSGSIZE with @cmd->nr_extents set to the count needed, or
+ * -errno.
+ */
+int mreg_query(struct mreg_file *mf, struct mreg_query *cmd)
+{
+	struct mreg_pin_obj *pin;
+	u64 bytes;
+	int ret;
+
+	if (cmd->flags || cmd->__reserved || cmd->__reserved2)
+		return -EINVAL;
+	if (cmd->extent_size < MREG_EXTENT_MIN_SIZE ||
+	    check_mul_overflow(cmd->nr_extents, (u64)cmd->extent_size, &bytes))
+		return -EINVAL;
+	mutex_lock(&mf->lock);
+	pin = xa_load(&mf->pins, cmd->handle);
+	ret = pin ? mreg_query_pin(cmd, pin) : -ENOENT;
+	mutex_unlock(&mf->lock);
+	return ret;
+}
+
+static int mreg_read_pin(struct mreg_read *cmd, struct mreg_pin_obj *pin)
+{
+	char __user *dst = u64_to_user_ptr(cmd->dst);
+	u64 off = cmd->offset, left = cmd->length;
+	size_t poff, chunk;
+	unsigned long rem;
+	void *kaddr;
+
+	while (left) {
+		poff = offset_in_page(off);
+		chunk = min_t(u64, PAGE_SIZE - poff, left);
+		kaddr = kmap_local_page(pin->pages[off >> PAGE_SHIFT]);
+		rem = copy_to_user(dst, kaddr + poff, chunk);
+		kunmap_local(kaddr);
+		if (rem)
+			return -EFAULT;
+		dst += chunk;
+		off += chunk;
+		left -= chunk;
+		cond_resched();
+	}
+	return 0;
+}
+
+/**
+ * mreg_read() - MREG_IOC_READ
+ * @mf: the open file
+ * @cmd: the command
+ *
+ * Return: 0 or -errno.
+ */
+int mreg_read(struct mreg_file *mf, struct mreg_read *cmd)
+{
+	struct mreg_pin_obj *pin;
+	u64 end;
+	int ret;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	if (check_add_overflow(cmd->offset, cmd->length, &end))
+		return -EINVAL;
+	mutex_lock(&mf->lock);
+	pin = xa_load(&mf->pins, cmd->handle);
+	if (!pin)
+		ret = -ENOENT;
+	else if (end > (u64)pin->nr_pages << PAGE_SHIFT)
+		ret = -EINVAL;
+	else
+		ret = mreg_read_pin(cmd, pin);
+	mutex_unlock(&mf->lock);
+	return ret;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mreg.ko internals shared by mreg_main.c, mreg_file.c, mreg_bench.c,
+ * mreg_pin.c and mreg_account.c.
+ */
+#ifndef _MREG_PRIV_H
+#define _MREG_PRIV_H
+
+#include <linux/atomic.h>
+#include <linux/mm_types.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/xarray.h>
+
+#include "uapi/mreg.h"
+
+/**
+ * struct mreg_file - state of one open of /dev/mreg
+ * @pins: handle -> struct mreg_pin_obj, handles start at 1
+ * @next_handle: allocation cursor for xa_alloc_cyclic()
+ * @lock: held by QUERY, READ and UNPIN so a pin is not freed under use
+ * @pinned_pages: pages pinned through this file
+ * @max_pages: cap on @pinned_pages
+ */
+struct mreg_file {
+	struct xarray pins;
+	u32 next_handle;
+	struct mutex lock;	/* keeps a pin alive under QUERY and READ */
+	atomic64_t pinned_pages;
+	u64 max_pages;
+};
+
+/**
+ * struct mreg_pin_obj - one long-lived pin
+ * @pages: every pinned page of the range, in order
+ * @folios: for memfd pins, the folios memfd_pin_folios() pinned, else NULL
+ * @nr_pages: entries in @pages
+ * @nr_folios: entries in @folios
+ * @nr_extents: extents QUERY reports
+ * @mm: mm charged for the pin (mmgrab()ed), NULL when not charged
+ * @writable: pinned with FOLL_WRITE, so pages are dirtied on unpin
+ */
+struct mreg_pin_obj {
+	struct page **pages;
+	struct folio **folios;
+	unsigned long nr_pages;
+	unsigned long nr_folios;
+	unsigned long nr_extents;
+	struct mm_struct *mm;
+	bool writable;
+};
+
+extern unsigned long mreg_max_pin_pages_per_file;
+
+/* mreg_file.c */
+extern const struct file_operations mreg_fops;
+
+/* mreg_bench.c */
+int mreg_bench(struct mreg_file *mf, struct mreg_bench *cmd);
+
+/* mreg_pin.c */
+int mreg_pin(struct mreg_file *mf, struct mreg_pin *cmd);
+int mreg_query(struct mreg_file *mf, struct mreg_query *cmd);
+int mreg_unpin(struct mreg_file *mf, struct mreg_unpin *cmd);
+int mreg_read(struct mreg_file *mf, struct mreg_read *cmd);
+void mreg_pin_release_all(struct mreg_file *mf);
+int mreg_check_range(u64 addr, u64 length);
+
+/* mreg_account.c */
+int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin);
+void mreg_account_uncharge(struct mreg_file *mf, struct mreg_pin_obj *pin);
+int mreg_account_set_limit(struct mreg_file *mf, u64 max_pages);
+void mreg_account_info(struct mreg_file *mf, struct mreg_info *info);
+
+#endif /* _MREG_PRIV_H */
