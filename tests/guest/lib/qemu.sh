@@ -1,0 +1,162 @@
+# Boot a kernel with the mreg initramfs under qemu and judge the result.
+# shellcheck shell=bash
+
+# isa-debug-exit turns a guest write of V to port 0xf4 into qemu exit
+# status (V << 1) | 1.  /init writes 0x10 (pass) or 0x11 (fail), giving 33
+# and 35, which cannot be confused with qemu's own error status 1 or with
+# 0 from a guest that rebooted (panic=-1 with -no-reboot).
+QEMU_RC_PASS=33
+QEMU_RC_FAIL=35
+
+run_usage_die() { usage >&2 && exit 2; }
+
+run_defaults() {
+	RUN_KERNEL='' RUN_MODULES='' RUN_PAYLOAD='' RUN_TESTS='' RUN_OUT=''
+	RUN_MEM=2G RUN_SMP=2 RUN_TIMEOUT=900 RUN_TEST_TIMEOUT=300
+	RUN_APPEND='' RUN_BUILTIN=1
+}
+
+run_parse_args() {
+	run_defaults
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--kernel) RUN_KERNEL=$2 ;;
+		--modules) RUN_MODULES=$2 ;;
+		--payload) RUN_PAYLOAD=$(readlink -f "$2") ;;
+		--tests) RUN_TESTS=$2 ;;
+		--out) RUN_OUT=$2 ;;
+		--mem) RUN_MEM=$2 ;;
+		--smp) RUN_SMP=$2 ;;
+		--timeout) RUN_TIMEOUT=$2 ;;
+		--test-timeout) RUN_TEST_TIMEOUT=$2 ;;
+		--append) RUN_APPEND=$2 ;;
+		--builtin) RUN_BUILTIN=1 && shift && continue ;;
+		--no-builtin) RUN_BUILTIN='' && shift && continue ;;
+		*) run_usage_die ;;
+		esac
+		[ $# -ge 2 ] || run_usage_die
+		shift 2
+	done
+	run_resolve_kernel
+	run_check_args
+}
+
+# No --kernel means the stock Debian kernel and its modules.  A custom
+# kernel without --modules is taken to have what it needs built in.
+run_resolve_kernel() {
+	if [ -z "$RUN_KERNEL" ]; then
+		kernel_stock_prepare
+		RUN_KERNEL=$(stock_kernel)
+		RUN_MODULES=${RUN_MODULES:-$(stock_modules)}
+	fi
+	RUN_MODULES=${RUN_MODULES:-none}
+	[ "$RUN_MODULES" = none ] || RUN_MODULES=$(readlink -f "$RUN_MODULES")
+}
+
+run_check_args() {
+	[ -f "$RUN_KERNEL" ] || die "no kernel image at $RUN_KERNEL"
+	[ "$RUN_MODULES" = none ] || [ -f "$RUN_MODULES/modules.dep" ] ||
+		die "$RUN_MODULES is not a lib/modules/<release> tree (no modules.dep)"
+	[ -z "$RUN_PAYLOAD" ] || [ -d "$RUN_PAYLOAD" ] || die "no payload dir $RUN_PAYLOAD"
+	[[ "$RUN_TESTS" =~ ^[A-Za-z0-9_.\ -]*$ ]] || die "bad test name in: $RUN_TESTS"
+	[[ "$RUN_TIMEOUT$RUN_TEST_TIMEOUT" =~ ^[0-9]+$ ]] || die "timeouts are seconds"
+}
+
+# Exit 77 (skip) where this host cannot run the guest at all.
+qemu_available() {
+	local dev have
+	command -v qemu-system-x86_64 >/dev/null || {
+		echo "SKIP: qemu-system-x86_64 not installed"
+		exit 77
+	}
+	have=$(qemu-system-x86_64 -device help 2>&1)
+	for dev in edu intel-iommu isa-debug-exit virtio-9p-pci; do
+		grep -q "\"$dev\"" <<<"$have" || {
+			echo "SKIP: this qemu has no $dev device"
+			exit 77
+		}
+	done
+}
+
+# intel_iommu=on without iommu=pt: vfio-pci needs a translating IOMMU for
+# the edu device, and a translated default domain also exercises the
+# kernel's DMA-API path.  virtio devices do not negotiate ACCESS_PLATFORM
+# here, so they bypass the vIOMMU and stay fast.  No panic_on_warn: a WARN
+# fails the test it happened in (/init scans dmesg) and later tests still
+# run and report.
+qemu_cmdline() {
+	echo "console=ttyS0 loglevel=5 intel_iommu=on panic=-1 $RUN_APPEND"
+}
+
+qemu_argv() {
+	local initrd=$1 results=$2
+	QEMU_ARGV=(
+		qemu-system-x86_64 -machine q35,kernel-irqchip=split
+		-accel "${MREG_VM_ACCEL:-tcg}" -cpu max -m "$RUN_MEM" -smp "$RUN_SMP"
+		-device intel-iommu,intremap=on,caching-mode=on
+		-device edu
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04
+		-fsdev "local,id=results,path=$results,security_model=none"
+		-device virtio-9p-pci,fsdev=results,mount_tag=mreg-results
+		-display none -monitor none -serial stdio -no-reboot
+		-kernel "$RUN_KERNEL" -initrd "$initrd" -append "$(qemu_cmdline)"
+	)
+}
+
+# Run qemu under the global lock and a wall-clock limit; the console goes
+# to the terminal and to OUT/console.log.  Prints qemu's exit status.
+qemu_boot() {
+	local console=$RUN_OUT/console.log rc=0
+	mkdir -p "$(dirname "$QEMU_LOCK")"
+	log "booting $(basename "$RUN_KERNEL") (timeout ${RUN_TIMEOUT}s, log $console)"
+	flock "$QEMU_LOCK" timeout --kill-after=10 "$RUN_TIMEOUT" "${QEMU_ARGV[@]}" \
+		</dev/null 2>&1 | tee "$console" >&2 || rc=${PIPESTATUS[0]}
+	echo "$rc"
+}
+
+run_default_out() {
+	echo "$GUEST_BUILD/out/$(date -u +%Y%m%d-%H%M%S)-$$"
+}
+
+run_cmd() {
+	local initrd rc start
+	run_parse_args "$@"
+	qemu_available
+	RUN_OUT=$(readlink -f "${RUN_OUT:-$(run_default_out)}")
+	mkdir -p "$RUN_OUT"
+	rm -rf "$RUN_OUT/results" && mkdir -p "$RUN_OUT/results"
+	initrd=$(initramfs_build)
+	qemu_argv "$initrd" "$RUN_OUT/results"
+	start=$(date +%s)
+	rc=$(qemu_boot)
+	verdict "$rc" "$(($(date +%s) - start))"
+}
+
+# Judge from qemu's status and the MREG-RESULT lines on the console, so a
+# verdict exists even when the guest died before writing summary.json.
+verdict() {
+	local rc=$1 secs=$2 console=$RUN_OUT/console.log npass nfail nskip
+	npass=$(grep -c '^MREG-RESULT .* PASS ' "$console" || true)
+	nfail=$(grep -c '^MREG-RESULT .* FAIL ' "$console" || true)
+	nskip=$(grep -c '^MREG-RESULT .* SKIP ' "$console" || true)
+	log "guest ran ${secs}s, qemu status $rc; results in $RUN_OUT"
+	echo "mreg-vm: $npass passed, $nfail failed, $nskip skipped"
+	case "$rc" in
+	"$QEMU_RC_PASS") [ "$nfail" = 0 ] && return 0 ;;
+	"$QEMU_RC_FAIL") ;;
+	124 | 137) log "FAIL: guest hung: killed after ${RUN_TIMEOUT}s" ;;
+	0) log "FAIL: guest rebooted or powered off before its verdict (panic?)" ;;
+	*) verdict_qemu_error "$rc" ;;
+	esac
+	return 1
+}
+
+# qemu exiting 1 before the kernel printed anything means qemu itself
+# could not start (bad option, no memory): that is a skip, not a failure.
+verdict_qemu_error() {
+	if ! grep -q 'Linux version' "$RUN_OUT/console.log"; then
+		echo "SKIP: qemu could not start (status $1), see $RUN_OUT/console.log"
+		exit 77
+	fi
+	log "FAIL: qemu exited with status $1"
+}
