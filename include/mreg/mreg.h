@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mreg: buffers backed by verified large folios, and timed DMA registration.
+ *
+ * Conventions (liburing/libibverbs style):
+ *  - Every call returns 0 or a negative errno; objects come back through an
+ *    out-parameter. errno is never used to report errors.
+ *  - Messages for people go through mreg_set_log(); the last one of the
+ *    calling thread is also kept for mreg_last_error().
+ *  - Attribute structs start with their own size (or carry a comp_mask), so
+ *    old binaries keep working when fields are appended; unknown flags or
+ *    mask bits give -EINVAL.
+ */
+#ifndef MREG_MREG_H
+#define MREG_MREG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Logging */
+
+enum mreg_log_level {
+	MREG_LOG_ERR = 3,
+	MREG_LOG_WARN = 4,
+	MREG_LOG_INFO = 6,
+	MREG_LOG_DEBUG = 7,
+};
+
+typedef void (*mreg_log_fn)(void *ctx, int level, const char *msg);
+
+/* Route library messages to @fn (NULL: drop them). Not thread-safe. */
+void mreg_set_log(mreg_log_fn fn, void *ctx);
+/* The last error message of the calling thread ("" if none). */
+const char *mreg_last_error(void);
+
+/* Folio verification */
+
+/* Orders 0..MREG_HIST_ORDERS-1: enough for 1 GiB hugetlb with 4 kB pages. */
+#define MREG_HIST_ORDERS 20
+
+enum mreg_verify_method {
+	MREG_VERIFY_NONE = 0,
+	/* pagemap + kpageflags, page by page (needs CAP_SYS_ADMIN). */
+	MREG_VERIFY_EXACT = 1,
+	/* Deltas of the per-size THP fault/alloc counters: an estimate. */
+	MREG_VERIFY_ESTIMATE = 2,
+};
+
+struct mreg_folio_hist {
+	uint32_t method;    /* enum mreg_verify_method */
+	uint32_t page_size; /* base page size in bytes */
+	/* Folios of each order that back (part of) the range. */
+	uint64_t folios[MREG_HIST_ORDERS];
+	/* Bytes of the range that sit in a folio of each order. */
+	uint64_t bytes[MREG_HIST_ORDERS];
+	/* Bytes mapped by PMD (AnonHugePages/ShmemPmdMapped in smaps). */
+	uint64_t pmd_mapped_bytes;
+	/* Bytes with no page present. */
+	uint64_t unbacked_bytes;
+};
+
+/*
+ * Verify which folios back [addr, addr+len) of the calling process.
+ * Exact when pagemap PFNs and /proc/kpageflags are readable, else -EPERM.
+ * Return: 0 or -errno.
+ */
+int mreg_verify_range(const void *addr, size_t len,
+		      struct mreg_folio_hist *hist);
+/* Render @hist as "64K:4096 2M-pmd:1 (exact)" into @buf. Return: length. */
+int mreg_folio_hist_format(const struct mreg_folio_hist *hist, char *buf,
+			   size_t buflen);
+
+/* THP policy (sysfs), used by the allocator and by callers such as bench */
+
+/* Anonymous mTHP/THP sizes the running kernel offers, ascending. */
+int mreg_thp_sizes(uint64_t *sizes, int max);
+
+struct mreg_thp_policy;
+/* Snapshot every hugepages-<size>/{enabled,shmem_enabled} and the globals. */
+int mreg_thp_policy_save(struct mreg_thp_policy **out);
+/* Write the snapshot back and free it. Return: 0 or the first error. */
+int mreg_thp_policy_restore(struct mreg_thp_policy *policy);
+
+enum mreg_thp_mode {
+	MREG_THP_NEVER = 0,
+	MREG_THP_MADVISE = 1,
+	MREG_THP_ALWAYS = 2,
+};
+
+/*
+ * Make @folio_size the only anonymous THP size the kernel may allocate
+ * (in @mode); folio_size 4096 turns every size off. Needs root.
+ */
+int mreg_thp_select_anon(uint64_t folio_size, enum mreg_thp_mode mode);
+
+/* Buffers */
+
+enum mreg_backing {
+	MREG_BACKING_ANON = 0,	  /* private anonymous memory */
+	MREG_BACKING_SHMEM = 1,	  /* shared anonymous (shmem), any mTHP size */
+	MREG_BACKING_MEMFD = 2,	  /* memfd, mapped shared: 4 kB or PMD size */
+	MREG_BACKING_HUGETLB = 3, /* hugetlb pages of folio_size */
+};
+
+enum mreg_map_level {
+	MREG_MAP_DEFAULT = 0, /* PMD for PMD-sized folios, else PTE */
+	MREG_MAP_PTE = 1,     /* mapped by PTEs, also a PMD-sized folio */
+	MREG_MAP_PMD = 2,
+};
+
+enum mreg_buf_flags {
+	/* Hand out a buffer even when the folios are not the ones asked for. */
+	MREG_BUF_ALLOW_FALLBACK = 1u << 0,
+	/* Leave the sysfs THP policy alone, even as root. */
+	MREG_BUF_KEEP_POLICY = 1u << 1,
+};
+
+struct mreg_buf_attr {
+	uint32_t size;	     /* sizeof(struct mreg_buf_attr) */
+	uint32_t flags;	     /* enum mreg_buf_flags */
+	uint64_t length;     /* bytes; rounded up to folio_size */
+	uint64_t folio_size; /* 4096, an offered mTHP size, or PMD size */
+	uint32_t backing;    /* enum mreg_backing */
+	uint32_t map_level;  /* enum mreg_map_level */
+};
+
+struct mreg_buf;
+
+/*
+ * Allocate, populate and verify a buffer. Unless MREG_BUF_ALLOW_FALLBACK,
+ * a buffer not fully backed by the requested folios is freed and -EAGAIN
+ * returned, with the histogram in the message.
+ * Return: 0 or -errno.
+ */
+int mreg_buf_alloc(const struct mreg_buf_attr *attr, struct mreg_buf **out);
+void mreg_buf_free(struct mreg_buf *buf);
+void *mreg_buf_addr(const struct mreg_buf *buf);
+size_t mreg_buf_length(const struct mreg_buf *buf);
+/* memfd backing only: the file descriptor, else -1. */
+int mreg_buf_fd(const struct mreg_buf *buf);
+/* The histogram measured when the buffer was allocated. */
+const struct mreg_folio_hist *mreg_buf_hist(const struct mreg_buf *buf);
+/* 1 when every byte sits in a folio of the requested size and mapping. */
+int mreg_buf_verified(const struct mreg_buf *buf);
+
+/* Registration: a domain (ring, PD, container, IOAS, ...) and its regions */
+
+enum mreg_backend {
+	MREG_BACKEND_IO_URING = 1,
+	MREG_BACKEND_VERBS = 2,
+	MREG_BACKEND_VFIO = 3,
+	MREG_BACKEND_IOMMUFD = 4,
+	MREG_BACKEND_KMOD = 5,
+	MREG_BACKEND_DPDK = 6,
+};
+
+/* Built into this library and usable on this system: 1, else 0. */
+int mreg_backend_supported(enum mreg_backend backend);
+const char *mreg_backend_name(enum mreg_backend backend);
+/* Parse "io_uring", "verbs", ...: the backend, or -EINVAL. */
+int mreg_backend_parse(const char *name);
+
+enum mreg_domain_attr_mask {
+	MREG_DOMAIN_ATTR_DEVICE = 1u << 0,
+	MREG_DOMAIN_ATTR_MAX_REGIONS = 1u << 1,
+	MREG_DOMAIN_ATTR_ACCESS = 1u << 2,
+};
+
+enum mreg_access {
+	MREG_ACCESS_LOCAL_WRITE = 1u << 0,
+	MREG_ACCESS_REMOTE_READ = 1u << 1,
+	MREG_ACCESS_REMOTE_WRITE = 1u << 2,
+};
+
+struct mreg_domain_attr {
+	uint32_t backend;     /* enum mreg_backend */
+	uint32_t comp_mask;   /* enum mreg_domain_attr_mask: valid fields */
+	const char *device;   /* backend-specific: rdma device, VFIO group */
+	uint32_t max_regions; /* io_uring: buffer table slots (default 64) */
+	uint32_t access;      /* enum mreg_access (default LOCAL_WRITE) */
+};
+
+struct mreg_domain;
+struct mreg_region;
+
+int mreg_domain_open(const struct mreg_domain_attr *attr,
+		     struct mreg_domain **out);
+/* Return: -EBUSY while regions are registered. */
+int mreg_domain_close(struct mreg_domain *domain);
+/* The backend's own handle: struct io_uring *, struct ibv_pd *, ... */
+void *mreg_domain_native(struct mreg_domain *domain);
+
+/*
+ * Register the page-aligned range [addr, addr+len). The backend's kernel
+ * call alone is timed. On failure nothing stays registered or pinned.
+ * Return: 0 or -errno, with a message naming the bad argument.
+ */
+int mreg_region_register(struct mreg_domain *domain, void *addr, size_t len,
+			 struct mreg_region **out);
+/* Deregister and free @region; *@ns gets the timed kernel call (or NULL). */
+int mreg_region_deregister(struct mreg_region *region, uint64_t *ns);
+
+struct mreg_region_info {
+	uint64_t addr;
+	uint64_t length;
+	uint64_t iova;	    /* VFIO/iommufd: device address */
+	uint64_t reg_ns;    /* time of the registering kernel call(s) */
+	uint32_t lkey;	    /* verbs */
+	uint32_t rkey;	    /* verbs */
+	uint32_t index;	    /* io_uring: first buffer index */
+	uint32_t nr_slices; /* kernel objects used (1 GiB iovecs, ...) */
+};
+
+int mreg_region_query(const struct mreg_region *region,
+		      struct mreg_region_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

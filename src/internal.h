@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef MREG_INTERNAL_H
+#define MREG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "mreg/mreg.h"
+
+#define MREG_EXPORT __attribute__((visibility("default")))
+#define MREG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+#define THP_SYSFS "/sys/kernel/mm/transparent_hugepage"
+
+/* log.c */
+void mreg_log(int level, const char *fmt, ...) MREG_PRINTF(2, 3);
+/* Log @fmt as an error and return @err, so a failure is one line. */
+int mreg_fail(int err, const char *fmt, ...) MREG_PRINTF(2, 3);
+
+/* sysfs.c */
+int mreg_sysfs_read(const char *path, char *buf, size_t len);
+int mreg_sysfs_write(const char *path, const char *val);
+/* The bracketed choice of a "[always] madvise never" file. */
+int mreg_sysfs_read_choice(const char *path, char *buf, size_t len);
+int mreg_sysfs_read_u64(const char *path, uint64_t *val);
+uint64_t mreg_pmd_size(void);
+/* Per-size THP counter, e.g. ("anon_fault_alloc", 65536). */
+int mreg_thp_stat(const char *name, uint64_t folio_size, uint64_t *val);
+/* Same as mreg_thp_select_anon() for hugepages-<size>/shmem_enabled. */
+int mreg_thp_select_shmem(uint64_t folio_size);
+
+/* folio.c */
+int mreg_verify_estimate(const char *stat, const uint64_t *alloc_before,
+			 uint64_t folio_size, size_t len,
+			 struct mreg_folio_hist *hist);
+bool mreg_hist_matches(const struct mreg_folio_hist *hist, uint64_t folio,
+		       enum mreg_map_level level, uint64_t len);
+
+static inline uint64_t mreg_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline unsigned int mreg_ilog2(uint64_t v)
+{
+	return 63u - (unsigned int)__builtin_clzll(v);
+}
+
+static inline bool mreg_is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* region.c: what each backend file provides, behind one ops table. */
+struct mreg_backend_ops {
+	enum mreg_backend type;
+	const char *name;
+	/* 1 if usable here (device present, library built in). */
+	int (*supported)(void);
+	int (*domain_open)(struct mreg_domain *domain,
+			   const struct mreg_domain_attr *attr);
+	void (*domain_close)(struct mreg_domain *domain);
+	/* Register @region; time only the kernel call(s) in region->reg_ns. */
+	int (*reg)(struct mreg_domain *domain, struct mreg_region *region);
+	int (*dereg)(struct mreg_domain *domain, struct mreg_region *region,
+		     uint64_t *ns);
+};
+
+struct mreg_domain {
+	const struct mreg_backend_ops *ops;
+	void *priv;   /* backend state */
+	void *native; /* handle returned by mreg_domain_native() */
+	uint32_t max_regions;
+	uint32_t access;
+	uint32_t nr_regions;
+};
+
+struct mreg_region {
+	struct mreg_domain *domain;
+	struct mreg_region_info info;
+	void *priv; /* backend state */
+};
+
+extern const struct mreg_backend_ops mreg_io_uring_ops;
+
+#endif

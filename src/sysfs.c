@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+/*
+ * THP policy in sysfs: read it, narrow it to one folio size while a buffer
+ * faults in, and put every file back the way it was.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define POLICY_MAX_FILES 64
+
+struct policy_file {
+	char path[160];
+	char value[32];
+};
+
+struct mreg_thp_policy {
+	int nr;
+	struct policy_file files[POLICY_MAX_FILES];
+};
+
+int mreg_sysfs_read(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int mreg_sysfs_write(const char *path, const char *val)
+{
+	size_t len = strlen(val);
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, len);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int mreg_sysfs_read_choice(const char *path, char *buf, size_t len)
+{
+	char raw[256], *open_br, *close_br;
+	int ret;
+
+	ret = mreg_sysfs_read(path, raw, sizeof(raw));
+	if (ret)
+		return ret;
+	open_br = strchr(raw, '[');
+	close_br = open_br ? strchr(open_br, ']') : NULL;
+	if (!close_br || (size_t)(close_br - open_br) > len)
+		return -EINVAL;
+	*close_br = '\0';
+	snprintf(buf, len, "%s", open_br + 1);
+	return 0;
+}
+
+int mreg_sysfs_read_u64(const char *path, uint64_t *val)
+{
+	char buf[64];
+	int ret;
+
+	ret = mreg_sysfs_read(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	*val = strtoull(buf, NULL, 0);
+	return 0;
+}
+
+uint64_t mreg_pmd_size(void)
+{
+	uint64_t size;
+
+	if (mreg_sysfs_read_u64(THP_SYSFS "/hpage_pmd_size", &size))
+		return 2ull << 20;
+	return size;
+}
+
+static void size_dir(char *buf, size_t len, uint64_t folio_size)
+{
+	snprintf(buf, len, THP_SYSFS "/hugepages-%" PRIu64 "kB",
+		 folio_size >> 10);
+}
+
+int mreg_thp_stat(const char *name, uint64_t folio_size, uint64_t *val)
+{
+	char dir[96], path[160];
+
+	size_dir(dir, sizeof(dir), folio_size);
+	snprintf(path, sizeof(path), "%s/stats/%s", dir, name);
+	return mreg_sysfs_read_u64(path, val);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Every hugepages-<size>kB directory, with or without an anon control. */
+static int thp_dir_sizes(uint64_t *sizes, int max, bool anon_only)
+{
+	struct dirent *de;
+	char path[320];
+	int nr = 0;
+	DIR *dir;
+
+	dir = opendir(THP_SYSFS);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir)) && nr < max) {
+		unsigned long long kb;
+
+		if (sscanf(de->d_name, "hugepages-%llukB", &kb) != 1)
+			continue;
+		snprintf(path, sizeof(path), THP_SYSFS "/%s/enabled",
+			 de->d_name);
+		if (anon_only && access(path, F_OK))
+			continue;
+		sizes[nr++] = (uint64_t)kb << 10;
+	}
+	closedir(dir);
+	qsort(sizes, (size_t)nr, sizeof(*sizes), cmp_u64);
+	return nr;
+}
+
+MREG_EXPORT int mreg_thp_sizes(uint64_t *sizes, int max)
+{
+	return thp_dir_sizes(sizes, max, true);
+}
+
+static int policy_add(struct mreg_thp_policy *p, const char *path)
+{
+	struct policy_file *f;
+	int ret;
+
+	if (access(path, F_OK))
+		return 0;
+	if (p->nr == POLICY_MAX_FILES)
+		return -E2BIG;
+	f = &p->files[p->nr];
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	ret = mreg_sysfs_read_choice(path, f->value, sizeof(f->value));
+	if (ret)
+		return ret;
+	p->nr++;
+	return 0;
+}
+
+static int policy_add_sizes(struct mreg_thp_policy *p)
+{
+	uint64_t sizes[32];
+	char dir[96], path[160];
+	int nr, i, ret = 0;
+
+	nr = thp_dir_sizes(sizes, 32, false);
+	for (i = 0; i < nr && !ret; i++) {
+		size_dir(dir, sizeof(dir), sizes[i]);
+		snprintf(path, sizeof(path), "%s/enabled", dir);
+		ret = policy_add(p, path);
+		snprintf(path, sizeof(path), "%s/shmem_enabled", dir);
+		if (!ret)
+			ret = policy_add(p, path);
+	}
+	return nr < 0 ? nr : ret;
+}
+
+MREG_EXPORT int mreg_thp_policy_save(struct mreg_thp_policy **out)
+{
+	struct mreg_thp_policy *p;
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	ret = policy_add(p, THP_SYSFS "/enabled");
+	if (!ret)
+		ret = policy_add(p, THP_SYSFS "/shmem_enabled");
+	if (!ret)
+		ret = policy_add_sizes(p);
+	if (ret) {
+		free(p);
+		return mreg_fail(ret, "thp policy: cannot read %s: %s",
+				 THP_SYSFS, strerror(-ret));
+	}
+	*out = p;
+	return 0;
+}
+
+MREG_EXPORT int mreg_thp_policy_restore(struct mreg_thp_policy *p)
+{
+	int i, ret, first = 0;
+
+	if (!p)
+		return 0;
+	for (i = 0; i < p->nr; i++) {
+		char now[32];
+
+		if (!mreg_sysfs_read_choice(p->files[i].path, now,
+					    sizeof(now)) &&
+		    !strcmp(now, p->files[i].value))
+			continue;
+		ret = mreg_sysfs_write(p->files[i].path, p->files[i].value);
+		if (ret && !first)
+			first = mreg_fail(ret, "thp policy: restore %s=%s: %s",
+					  p->files[i].path, p->files[i].value,
+					  strerror(-ret));
+	}
+	free(p);
+	return first;
+}
+
+static const char *const mode_names[] = {
+	[MREG_THP_NEVER] = "never",
+	[MREG_THP_MADVISE] = "madvise",
+	[MREG_THP_ALWAYS] = "always",
+};
+
+/* Write @on to the @file control of @folio_size and "never" to the rest. */
+static int select_one(const char *file, uint64_t folio_size, const char *on)
+{
+	uint64_t sizes[32];
+	char dir[96], path[160];
+	int nr, i, ret;
+
+	nr = thp_dir_sizes(sizes, 32, false);
+	if (nr < 0)
+		return nr;
+	for (i = 0; i < nr; i++) {
+		size_dir(dir, sizeof(dir), sizes[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		if (access(path, F_OK))
+			continue;
+		ret = mreg_sysfs_write(path,
+				       sizes[i] == folio_size ? on : "never");
+		if (ret)
+			return mreg_fail(ret, "thp policy: write %s: %s", path,
+					 strerror(-ret));
+	}
+	return 0;
+}
+
+MREG_EXPORT int mreg_thp_select_anon(uint64_t folio_size,
+				     enum mreg_thp_mode mode)
+{
+	if (mode > MREG_THP_ALWAYS)
+		return mreg_fail(-EINVAL, "thp policy: bad mode %d", mode);
+	return select_one("enabled", folio_size, mode_names[mode]);
+}
+
+int mreg_thp_select_shmem(uint64_t folio_size)
+{
+	int ret;
+
+	/* The global knob governs memfd; the per-size ones shared anon. */
+	ret = mreg_sysfs_write(THP_SYSFS "/shmem_enabled",
+			       folio_size == mreg_pmd_size() ? "advise" :
+							       "never");
+	if (ret)
+		return mreg_fail(ret, "thp policy: write shmem_enabled: %s",
+				 strerror(-ret));
+	return select_one("shmem_enabled", folio_size, "advise");
+}
