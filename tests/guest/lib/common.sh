@@ -16,7 +16,7 @@ STOCK_KREL=6.12.117+deb12-amd64
 DEPS_PKGS=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 	rdma-core ibverbs-utils ibverbs-providers libibverbs1 liburing2
-	fio iproute2 gcc-12 make dwarves
+	fio iproute2 gcc gcc-12 libc6-dev make dwarves
 )
 
 log() { printf 'mreg-vm: %s\n' "$*" >&2; }

@@ -206,6 +206,16 @@ overlay_libs() {
 
 is_elf() { [ "$(head -c4 "$1" | tail -c3)" = ELF ]; }
 
+# The harness's own small C helpers (real ioctls the shell cannot do).
+overlay_helpers() {
+	local root=$1 c
+	for c in "$MREG_VM_DIR"/helpers/*.c; do
+		[ -f "$c" ] || continue
+		${CC:-gcc} -Wall -Wextra -O2 -o "$root/mreg/bin/$(basename "$c" .c)" "$c" ||
+			die "cannot build $c"
+	done
+}
+
 # Settings for /init, read as shell assignments.
 overlay_config() {
 	local root=$1
@@ -224,6 +234,7 @@ initramfs_build() {
 	put_file "$root" "$MREG_VM_DIR/guest/init" /init
 	put_file "$root" "$MREG_VM_DIR/guest/lib.sh" /mreg/lib.sh
 	overlay_tests "$root"
+	overlay_helpers "$root"
 	overlay_payload "$root" "$base/root"
 	overlay_config "$root"
 	cpio_pack "$root" "$out/overlay.cpio"
