@@ -18,6 +18,9 @@ void mreg_log(int level, const char *fmt, ...) MREG_PRINTF(2, 3);
 /* Log @fmt as an error and return @err, so a failure is one line. */
 int mreg_fail(int err, const char *fmt, ...) MREG_PRINTF(2, 3);
 
+/* region.c: why a registering kernel call may have said @err. */
+const char *mreg_reg_hint(int err);
+
 /* sysfs.c */
 int mreg_sysfs_read(const char *path, char *buf, size_t len);
 int mreg_sysfs_write(const char *path, const char *val);

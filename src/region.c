@@ -144,6 +144,20 @@ MREG_EXPORT void *mreg_domain_native(struct mreg_domain *d)
 	return d ? d->native : NULL;
 }
 
+const char *mreg_reg_hint(int err)
+{
+	switch (err) {
+	case -EFAULT:
+		return " (addr..len not fully mapped, PROT_NONE, or VM_IO/PFNMAP)";
+	case -ENOMEM:
+		return " (len above RLIMIT_MEMLOCK without CAP_IPC_LOCK?)";
+	case -EPERM:
+		return " (access flags not allowed for this mapping?)";
+	default:
+		return "";
+	}
+}
+
 static int check_range(const struct mreg_domain *d, const void *addr,
 		       size_t len)
 {

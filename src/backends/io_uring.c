@@ -143,9 +143,9 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 		/* Never leave half a region pinned. */
 		clear_slots(u, (uint32_t)first, done, &unwind_ns);
 		return mreg_fail(ret, "io_uring: register addr 0x%llx len "
-				 "%llu: %s", (unsigned long long)r->info.addr,
+				 "%llu: %s%s", (unsigned long long)r->info.addr,
 				 (unsigned long long)r->info.length,
-				 strerror(-ret));
+				 strerror(-ret), mreg_reg_hint(ret));
 	}
 	r->info.index = (uint32_t)first;
 	r->info.nr_slices = nr;

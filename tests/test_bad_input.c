@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bad input gets -errno and a message naming the argument, never a crash,
+ * a leaked pin or a half-registered region: zero, overflowing and
+ * unaligned ranges, unmapped, PROT_NONE and VM_IO memory, a hole in the
+ * middle of a range, and a range above RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tcommon.h"
+
+#define PAGE 4096u
+
+struct bad_case {
+	const char *what;
+	void *addr;
+	size_t len;
+	int err;
+	const char *msg; /* the argument the message must name */
+};
+
+static int expect_fail(struct mreg_domain *d, const struct bad_case *c)
+{
+	struct mreg_region *r = NULL;
+	struct t_pins before;
+	int ret;
+
+	t_pins_read(&before);
+	ret = mreg_region_register(d, c->addr, c->len, &r);
+	T_CHECK(ret == c->err, "%s: got %d (%s), want %d", c->what, ret,
+		strerror(-ret), c->err);
+	T_CHECK(!r, "%s: region handed out on failure", c->what);
+	T_CHECK(strstr(mreg_last_error(), c->msg), "%s: message '%s' does "
+		"not name '%s'", c->what, mreg_last_error(), c->msg);
+	T_CHECK(t_pins_balanced(&before), "%s: pins leaked", c->what);
+	printf("  %-26s -> %-10s \"%s\"\n", c->what, strerror(-ret),
+	       mreg_last_error());
+	return T_PASS;
+}
+
+static void *map(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int range_cases(struct mreg_domain *d)
+{
+	char *rw = map(16 * PAGE, PROT_READ | PROT_WRITE);
+	char *none = map(4 * PAGE, PROT_NONE);
+	char *gone = map(4 * PAGE, PROT_READ | PROT_WRITE);
+	int ret = T_PASS;
+	size_t i;
+
+	T_CHECK(rw && none && gone, "mmap");
+	memset(rw, 1, 16 * PAGE);
+	munmap(gone, 4 * PAGE);
+	munmap(rw + 8 * PAGE, PAGE); /* a hole halfway through */
+	const struct bad_case cases[] = {
+		{ "zero length", rw, 0, -EINVAL, "len" },
+		{ "overflowing length", rw, SIZE_MAX - 100, -EOVERFLOW, "len" },
+		{ "unaligned address", rw + 1, PAGE, -EINVAL, "addr" },
+		{ "unaligned length", rw, PAGE + 1, -EINVAL, "len" },
+		{ "unmapped range", gone, 4 * PAGE, -EFAULT, "addr" },
+		{ "PROT_NONE range", none, 4 * PAGE, -EFAULT, "addr" },
+		{ "hole inside the range", rw, 16 * PAGE, -EFAULT, "addr" },
+	};
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !ret; i++)
+		ret = expect_fail(d, &cases[i]);
+	munmap(rw, 16 * PAGE);
+	munmap(none, 4 * PAGE);
+	return ret;
+}
+
+/* /dev/mem maps are VM_IO | VM_PFNMAP: there is no struct page to pin. */
+static int vm_io_case(struct mreg_domain *d)
+{
+	struct bad_case c = { "VM_IO|VM_PFNMAP (/dev/mem)", NULL, PAGE,
+			      -EFAULT, "addr" };
+	int fd = open("/dev/mem", O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return t_skip("VM_IO case: open /dev/mem: %s", strerror(errno));
+	c.addr = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (c.addr == MAP_FAILED)
+		return t_skip("VM_IO case: mmap /dev/mem: %s", strerror(errno));
+	ret = expect_fail(d, &c);
+	munmap(c.addr, PAGE);
+	return ret;
+}
+
+static int attr_cases(void)
+{
+	struct mreg_domain_attr bad_mask = { .backend = MREG_BACKEND_IO_URING,
+					     .comp_mask = 1u << 31 };
+	struct mreg_domain_attr bad_backend = { .backend = 99 };
+	struct mreg_buf_attr bad_flags = { .size = sizeof(bad_flags),
+					   .flags = 1u << 30,
+					   .length = PAGE,
+					   .folio_size = PAGE };
+	struct mreg_buf_attr zero = { .size = sizeof(zero),
+				      .folio_size = PAGE };
+	struct mreg_domain *d;
+	struct mreg_buf *buf;
+
+	T_CHECK(mreg_domain_open(&bad_mask, &d) == -EINVAL &&
+			strstr(mreg_last_error(), "comp_mask"),
+		"unknown comp_mask: %s", mreg_last_error());
+	T_CHECK(mreg_domain_open(&bad_backend, &d) == -EOPNOTSUPP,
+		"unknown backend: %s", mreg_last_error());
+	T_CHECK(mreg_buf_alloc(&bad_flags, &buf) == -EINVAL &&
+			strstr(mreg_last_error(), "flags"),
+		"unknown buf flags: %s", mreg_last_error());
+	T_CHECK(mreg_buf_alloc(&zero, &buf) == -EINVAL &&
+			strstr(mreg_last_error(), "length"),
+		"zero buf length: %s", mreg_last_error());
+	return T_PASS;
+}
+
+/* Unprivileged, over RLIMIT_MEMLOCK: -ENOMEM and nothing stays pinned. */
+static int memlock_child(void)
+{
+	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_IO_URING };
+	struct rlimit lim = { 1u << 20, 1u << 20 };
+	size_t len = 8u << 20;
+	struct bad_case c = { "above RLIMIT_MEMLOCK", NULL, len, -ENOMEM,
+			      "len" };
+	struct mreg_domain *d;
+
+	T_CHECK(!setrlimit(RLIMIT_MEMLOCK, &lim), "setrlimit");
+	T_CHECK(!geteuid() ? !setuid(65534) : 1, "drop root");
+	c.addr = map(len, PROT_READ | PROT_WRITE);
+	T_CHECK(c.addr, "mmap");
+	memset(c.addr, 1, len);
+	T_CHECK(!mreg_domain_open(&attr, &d), "%s", mreg_last_error());
+	return expect_fail(d, &c);
+}
+
+static int memlock_case(void)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (!pid)
+		_exit(memlock_child());
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork");
+	T_CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
+		"RLIMIT_MEMLOCK case failed in the child");
+	return T_PASS;
+}
+
+int main(void)
+{
+	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_IO_URING };
+	struct mreg_domain *d;
+	int ret;
+
+	t_init("test_bad_input");
+	if (!mreg_backend_supported(MREG_BACKEND_IO_URING))
+		return t_skip("io_uring is not available");
+	T_CHECK(!mreg_domain_open(&attr, &d), "%s", mreg_last_error());
+	ret = range_cases(d);
+	if (!ret)
+		ret = vm_io_case(d);
+	if (ret == T_SKIP)
+		ret = T_PASS;
+	T_CHECK(!mreg_domain_close(d), "a failed register left a region: %s",
+		mreg_last_error());
+	if (!ret)
+		ret = attr_cases();
+	if (!ret)
+		ret = memlock_case();
+	return ret;
+}

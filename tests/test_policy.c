@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The allocator narrows the THP policy (and tops up the hugetlb pool) only
+ * while a buffer faults in: afterwards every sysfs file reads as before,
+ * whether the allocation worked or failed halfway.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tcommon.h"
+
+#define THP "/sys/kernel/mm/transparent_hugepage"
+#define SNAP_MAX 16384
+
+static void append_file(char *snap, size_t *used, const char *path)
+{
+	char buf[256];
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	*used += (size_t)snprintf(snap + *used, SNAP_MAX - *used, "%s=%s",
+				  path, buf);
+}
+
+/* Every policy file the allocator may touch, as one string. */
+static void snapshot(char *snap)
+{
+	const char *files[] = { "enabled", "shmem_enabled" };
+	struct dirent *de;
+	char path[512];
+	size_t used = 0;
+	DIR *dir;
+	int i;
+
+	snap[0] = '\0';
+	append_file(snap, &used, THP "/enabled");
+	append_file(snap, &used, THP "/shmem_enabled");
+	append_file(snap, &used,
+		    "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+	dir = opendir(THP);
+	while (dir && (de = readdir(dir))) {
+		if (strncmp(de->d_name, "hugepages-", 10))
+			continue;
+		for (i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), THP "/%s/%s", de->d_name,
+				 files[i]);
+			append_file(snap, &used, path);
+		}
+	}
+	if (dir)
+		closedir(dir);
+}
+
+static int alloc_every_case(void)
+{
+	struct t_folio cases[32];
+	struct mreg_buf *buf;
+	uint32_t backing;
+	int n, i;
+
+	for (backing = MREG_BACKING_ANON; backing <= MREG_BACKING_SHMEM;
+	     backing++) {
+		n = t_folio_cases(cases, 32, backing);
+		for (i = 0; i < n; i++) {
+			T_CHECK(!t_buf(&cases[i], 4u << 20, &buf), "%s: %s",
+				cases[i].name, mreg_last_error());
+			mreg_buf_free(buf);
+		}
+	}
+	return T_PASS;
+}
+
+/* In a child whose address space is nearly full, mmap fails mid-alloc. */
+static int alloc_fails_halfway(uint32_t backing, uint64_t folio)
+{
+	struct t_folio c = { .size = folio, .backing = backing };
+	struct rlimit as = { 64u << 20, 64u << 20 };
+	struct mreg_buf *buf;
+	int status, ret;
+	pid_t pid;
+
+	pid = fork();
+	if (!pid) {
+		setrlimit(RLIMIT_AS, &as);
+		ret = t_buf(&c, 1ull << 30, &buf);
+		_exit(ret == -ENOMEM ? 0 : 1);
+	}
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork");
+	T_CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
+		"backing %u: 1 GiB under RLIMIT_AS did not fail with ENOMEM",
+		backing);
+	return T_PASS;
+}
+
+int main(void)
+{
+	static char before[SNAP_MAX], after[SNAP_MAX];
+	int ret;
+
+	t_init("test_policy");
+	if (geteuid())
+		return t_skip("changing the THP policy needs root");
+	snapshot(before);
+	ret = alloc_every_case();
+	if (!ret)
+		ret = alloc_fails_halfway(MREG_BACKING_ANON, 65536);
+	if (!ret)
+		ret = alloc_fails_halfway(MREG_BACKING_HUGETLB, t_pmd_size());
+	if (ret)
+		return ret;
+	snapshot(after);
+	T_CHECK(!strcmp(before, after), "policy changed:\n%s\nvs\n%s", before,
+		after);
+	printf("policy restored after %s\n", "success and failure paths");
+	return T_PASS;
+}
