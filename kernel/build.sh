@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Build the mreg guest kernels from Debian's linux-source-6.12 (6.12.117).
+#
+#   kernel/build.sh source    install deps, unpack the tree to build/kernel/src
+#   kernel/build.sh config    write the shared .config (defconfig + fragments)
+#   kernel/build.sh stock     build the baseline kernel        -> build/kernel/stock
+#   kernel/build.sh patched   build with kernel/patches applied -> build/kernel/patched
+#   kernel/build.sh debug     patched + DEBUG_VM/PROVE_LOCKING  -> build/kernel/debug
+#   kernel/build.sh all       stock, patched and debug
+#   kernel/build.sh check     CI: series applies to a clean tree, each patch
+#                             builds its touched objects, checkpatch --strict
+#   kernel/build.sh selftests build gup_test (and friends) from the same tree
+#
+# One source tree serves every variant: each variant has its own O= output
+# directory, and the patch series is applied before a patched build and
+# reversed right after, so stock and patched always come from the same tree
+# and config. ccache (outside the clone) makes the patched build incremental:
+# only the objects the series touches miss the cache.
+set -euo pipefail
+
+KVER=6.12.117
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KDIR=$ROOT/kernel
+OUT=$ROOT/build/kernel
+SRC=$OUT/src
+TARBALL=/usr/src/linux-source-6.12.tar.xz
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/mreg/ccache}
+JOBS=${JOBS:-$(nproc)}
+DEPS=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
+      ccache cpio kmod rsync xz-utils git python3)
+
+log() { printf '[kernel] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Install only what is missing; apt-get update only when an install is due.
+# The lock timeout matters: other helpers run apt on this machine too.
+install_deps() {
+	local missing=() p
+	for p in "${DEPS[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	[[ ${#missing[@]} -eq 0 ]] && return 0
+	log "installing: ${missing[*]}"
+	apt-get -o DPkg::Lock::Timeout=900 update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 \
+		install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Unpack into $1 (a fresh directory) and check the version we get is the
+# one the series is written against.
+unpack_tree() {
+	local dest=$1 ver
+	mkdir -p "$dest"
+	tar -C "$dest" --strip-components=1 -xJf "$TARBALL"
+	ver=$(make -s -C "$dest" kernelversion)
+	[[ $ver == "$KVER" ]] || die "tree is $ver, expected $KVER"
+}
+
+cmd_source() {
+	install_deps
+	if [[ -f $SRC/.mreg-unpacked ]]; then
+		return 0
+	fi
+	log "unpacking $TARBALL to $SRC"
+	rm -rf "$SRC"
+	unpack_tree "$SRC"
+	touch "$SRC/.mreg-unpacked"
+}
+
+# The options the tests rely on, kept in sync with config/mreg.config: every
+# one is checked after olddefconfig, since Kconfig silently drops an option
+# whose dependencies are not met.
+required_options() {
+	grep -hE '^CONFIG_[A-Z0-9_]+=[ym]' "$KDIR"/config/mreg.config | cut -d= -f1
+}
+
+verify_config() {
+	local cfg=$1 opt bad=0
+	for opt in $(required_options); do
+		grep -qE "^$opt=[ym]" "$cfg" || { log "missing: $opt"; bad=1; }
+	done
+	for opt in $(grep -hoE '^# CONFIG_[A-Z0-9_]+ is not set' \
+			"$KDIR"/config/mreg.config | awk '{print $2}'); do
+		if grep -qE "^$opt=[ym]" "$cfg"; then
+			log "should be off: $opt"
+			bad=1
+		fi
+	done
+	[[ $bad -eq 0 ]] || die "config $cfg lacks required options"
+}
+
+# defconfig + kvm_guest.config + our fragments, resolved by olddefconfig.
+make_config() {
+	local obj=$1; shift
+	local frags=("$KDIR/config/mreg.config" "$@")
+	mkdir -p "$obj"
+	kmake "$obj" defconfig kvm_guest.config >/dev/null
+	"$SRC"/scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" \
+		"${frags[@]}" >/dev/null
+	kmake "$obj" olddefconfig >/dev/null
+	verify_config "$obj/.config"
+}
+
+kmake() {
+	local obj=$1; shift
+	make -C "$SRC" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
+		-j"$JOBS" -s "$@"
+}
+
+cmd_config() {
+	cmd_source
+	make_config "$OUT/stock"
+	log "config ok: $OUT/stock/.config"
+}
+
+series() {
+	ls "$KDIR"/patches/0[0-9][0-9][0-9]-*.patch 2>/dev/null |
+		grep -v 0000-cover-letter || true
+}
+
+# Apply the series to the shared tree; a trap reverses it whatever happens,
+# so the tree goes back to pristine 6.12.117 for the next stock build.
+apply_series() {
+	local p
+	for p in $(series); do
+		patch -d "$SRC" -p1 -s --forward <"$p" || die "cannot apply $p"
+	done
+	trap revert_series EXIT
+}
+
+revert_series() {
+	local p
+	for p in $(series | sort -r); do
+		patch -d "$SRC" -p1 -s -R <"$p" || log "cannot revert $p"
+	done
+	trap - EXIT
+}
+
+# Build one variant into $OUT/<name>: bzImage and modules_install tree.
+build_variant() {
+	local name=$1; shift
+	local obj=$OUT/$name start=$SECONDS
+	make_config "$obj" "$@"
+	kmake "$obj" bzImage modules
+	rm -rf "$obj/modules"
+	kmake "$obj" INSTALL_MOD_PATH="$obj/modules" INSTALL_MOD_STRIP=1 \
+		modules_install >/dev/null
+	cp "$obj/arch/x86/boot/bzImage" "$obj/bzImage"
+	log "$name: $obj/bzImage ($(kmake "$obj" kernelrelease)) in $((SECONDS - start)) s"
+}
+
+cmd_stock() {
+	cmd_source
+	build_variant stock
+}
+
+cmd_patched() {
+	cmd_source
+	apply_series
+	build_variant patched
+	revert_series
+}
+
+cmd_debug() {
+	cmd_source
+	apply_series
+	build_variant debug "$KDIR/config/debug.config"
+	revert_series
+}
+
+# CI check: a clean tree, each patch applied in turn, the objects the
+# series touches rebuilt after every patch, checkpatch --strict on all.
+cmd_check() {
+	install_deps
+	local tree=$OUT/check obj=$OUT/check-obj p n=0 start=$SECONDS
+	rm -rf "$tree"
+	unpack_tree "$tree"
+	mkdir -p "$obj"
+	make -C "$tree" O="$obj" -s defconfig kvm_guest.config >/dev/null
+	"$tree"/scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" \
+		"$KDIR/config/mreg.config" >/dev/null
+	make -C "$tree" O="$obj" -s olddefconfig >/dev/null
+	verify_config "$obj/.config"
+	make -C "$tree" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
+		-j"$JOBS" -s prepare
+	for p in $(series); do
+		n=$((n + 1))
+		log "patch $n: $(basename "$p")"
+		patch -d "$tree" -p1 -s --forward <"$p" || die "$p does not apply"
+		make -C "$tree" O="$obj" CC="ccache gcc" -j"$JOBS" -s \
+			mm/gup.o io_uring/rsrc.o mm/memory.o ||
+			die "$p does not build"
+		"$tree"/scripts/checkpatch.pl --strict --no-tree -q "$p" ||
+			die "$p: checkpatch --strict"
+	done
+	[[ $n -gt 0 ]] || die "no patches in $KDIR/patches"
+	log "check ok: $n patches in $((SECONDS - start)) s"
+}
+
+# gup_test and friends, from the same tree, for the harness payload.
+cmd_selftests() {
+	cmd_source
+	local dest=$OUT/selftests t
+	mkdir -p "$dest"
+	for t in gup_test cow gup_longterm; do
+		gcc -O2 -Wall -I"$SRC/tools/testing/selftests" \
+			-I"$SRC/tools/include" -I"$SRC/usr/include" \
+			-o "$dest/$t" "$SRC/tools/testing/selftests/mm/$t.c" \
+			"$SRC/tools/testing/selftests/mm/vm_util.c" -lm ||
+			log "cannot build $t"
+	done
+	ls -l "$dest"
+}
+
+main() {
+	local cmd=${1:-}
+	case $cmd in
+	source | config | stock | patched | debug | check | selftests)
+		"cmd_$cmd" ;;
+	all) cmd_stock; cmd_patched; cmd_debug ;;
+	*) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 2 ;;
+	esac
+}
+
+main "$@"
