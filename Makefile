@@ -1,0 +1,34 @@
+# Front door: every target installs what it is missing, then builds.
+#   make bench   the default benchmark on this host (table, JSON, CSV, plot)
+#   make test    every test: host tests, then the qemu guest suite
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DMREG_WERROR=ON
+
+.PHONY: all deps build bench test test-host format clean
+
+all: build
+
+deps:
+	scripts/deps.sh build bench
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+bench: build
+	bench/run.sh $(BUILD) $(BENCH_ARGS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure $(CTEST_ARGS)
+
+test-host: build
+	ctest --test-dir $(BUILD) --output-on-failure -L host
+
+format:
+	scripts/deps.sh format
+	clang-format -i include/mreg/*.h src/*.[ch] src/backends/*.c \
+		bench/*.[ch] tests/*.[ch] examples/*.c
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef MREG_BENCH_H
+#define MREG_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mreg/mreg.h>
+
+#define MAX_FOLIOS 16
+#define MAX_SIZES 8
+#define MAX_PATHS 16
+#define MAX_REPS 1000
+
+/* One folio column: 4k, 64k, 2m-pte, 2m-pmd, ... */
+struct folio_spec {
+	char name[16];
+	uint64_t size;
+	uint32_t level; /* enum mreg_map_level */
+};
+
+/* One row kind: a registration backend or an fio job. */
+struct path_spec {
+	char name[32];
+	int backend;	   /* enum mreg_backend, or 0 for fio */
+	char engine[16];   /* fio: psync, io_uring */
+	uint64_t block;	   /* fio: bs */
+};
+
+struct stats {
+	double median, min, max, p90;
+};
+
+struct cell {
+	const struct path_spec *path;
+	const struct folio_spec *folio;
+	uint64_t size;
+	int nr;		    /* samples */
+	struct stats reg;   /* registration ms, or fio GB/s */
+	struct stats dereg; /* deregistration ms */
+	struct mreg_folio_hist hist;
+	bool verified;
+	char note[96]; /* why a cell has no numbers */
+};
+
+struct bench_opts {
+	struct folio_spec folios[MAX_FOLIOS];
+	int nr_folios;
+	uint64_t sizes[MAX_SIZES];
+	int nr_sizes;
+	struct path_spec paths[MAX_PATHS];
+	int nr_paths;
+	int reps, warmup;
+	uint32_t backing;
+	const char *out_dir;
+	const char *fio_target;
+	int fio_runtime;
+	const char *device; /* backend device (rdma dev, vfio group) */
+	bool quiet;
+};
+
+/* stats.c */
+void stats_compute(double *samples, int nr, struct stats *out);
+
+/* fio_cell.c */
+void fio_cell_run(const struct bench_opts *o, struct cell *c);
+
+/* report.c */
+void report_table(const struct bench_opts *o, const struct cell *cells,
+		  int nr);
+int report_json(const char *path, const struct bench_opts *o,
+		const struct cell *cells, int nr);
+int report_csv(const char *path, const struct cell *cells, int nr);
+void format_size(char *buf, size_t len, uint64_t bytes);
+
+#endif

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mreg-bench: folio size x registration path x buffer size. Each cell
+ * allocates (and verifies) its buffer once, then times register and
+ * deregister over warm-up + N repetitions; fio cells read O_DIRECT with
+ * their I/O buffer in the chosen folio size.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define DEFAULT_FOLIOS "4k,64k,1m,2m-pte,2m-pmd"
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: mreg-bench [options]\n"
+		"  -f, --folios LIST   folio sizes (default " DEFAULT_FOLIOS ")\n"
+		"  -s, --sizes LIST    buffer sizes (default 256m,1g)\n"
+		"  -p, --paths LIST    io_uring,verbs,vfio,iommufd,kmod,\n"
+		"                      fio-psync,fio-io_uring[:BS] (default io_uring)\n"
+		"  -r, --reps N        timed repetitions (default 15)\n"
+		"  -w, --warmup N      untimed repetitions first (default 2)\n"
+		"  -b, --backing NAME  anon|shmem|memfd|hugetlb (default anon)\n"
+		"  -d, --device NAME   backend device (rdma device, vfio group)\n"
+		"  -t, --fio-target P  block device or file for fio cells\n"
+		"  -R, --fio-runtime S seconds per fio cell (default 3)\n"
+		"  -o, --out DIR       write results.json and results.csv\n"
+		"  -q, --quiet         no progress line\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 10);
+
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	*out = v;
+	return v && (!*end || *end == '-' || *end == ':') ? 0 : -EINVAL;
+}
+
+static int parse_folio(const char *tok, struct folio_spec *f)
+{
+	snprintf(f->name, sizeof(f->name), "%s", tok);
+	if (parse_size(tok, &f->size))
+		return -EINVAL;
+	f->level = strstr(tok, "-pte") ? MREG_MAP_PTE :
+		   strstr(tok, "-pmd") ? MREG_MAP_PMD :
+					 MREG_MAP_DEFAULT;
+	return 0;
+}
+
+static int parse_path(const char *tok, struct path_spec *p)
+{
+	const char *colon = strchr(tok, ':');
+
+	snprintf(p->name, sizeof(p->name), "%s", tok);
+	if (!strncmp(tok, "fio-", 4)) {
+		snprintf(p->engine, sizeof(p->engine), "%.*s",
+			 (int)(colon ? colon - tok - 4 : (long)strlen(tok) - 4),
+			 tok + 4);
+		p->block = 1u << 20;
+		return colon ? parse_size(colon + 1, &p->block) : 0;
+	}
+	p->backend = mreg_backend_parse(tok);
+	return p->backend < 0 ? -EINVAL : 0;
+}
+
+/* Split @list on commas and feed each token to the right parser. */
+static int parse_list(const char *list, int kind, struct bench_opts *o)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int ret = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (kind == 'f' && o->nr_folios < MAX_FOLIOS)
+			ret = parse_folio(tok, &o->folios[o->nr_folios++]);
+		else if (kind == 's' && o->nr_sizes < MAX_SIZES)
+			ret = parse_size(tok, &o->sizes[o->nr_sizes++]);
+		else if (kind == 'p' && o->nr_paths < MAX_PATHS)
+			ret = parse_path(tok, &o->paths[o->nr_paths++]);
+		else
+			ret = -E2BIG;
+		if (ret)
+			fprintf(stderr, "mreg-bench: bad %s '%s'\n",
+				kind == 'f' ? "folio" :
+				kind == 's' ? "size" : "path", tok);
+	}
+	free(copy);
+	return ret;
+}
+
+static int parse_backing(const char *name)
+{
+	const char *names[] = { "anon", "shmem", "memfd", "hugetlb" };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	return -EINVAL;
+}
+
+static const struct option long_opts[] = {
+	{ "folios", required_argument, NULL, 'f' },
+	{ "sizes", required_argument, NULL, 's' },
+	{ "paths", required_argument, NULL, 'p' },
+	{ "reps", required_argument, NULL, 'r' },
+	{ "warmup", required_argument, NULL, 'w' },
+	{ "backing", required_argument, NULL, 'b' },
+	{ "device", required_argument, NULL, 'd' },
+	{ "fio-target", required_argument, NULL, 't' },
+	{ "fio-runtime", required_argument, NULL, 'R' },
+	{ "out", required_argument, NULL, 'o' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static int parse_opt(int c, struct bench_opts *o)
+{
+	int backing;
+
+	switch (c) {
+	case 'f': case 's': case 'p':
+		return parse_list(optarg, c, o);
+	case 'r': o->reps = atoi(optarg); break;
+	case 'w': o->warmup = atoi(optarg); break;
+	case 'd': o->device = optarg; break;
+	case 't': o->fio_target = optarg; break;
+	case 'R': o->fio_runtime = atoi(optarg); break;
+	case 'o': o->out_dir = optarg; break;
+	case 'q': o->quiet = true; break;
+	case 'b':
+		backing = parse_backing(optarg);
+		if (backing < 0)
+			return backing;
+		o->backing = (uint32_t)backing;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct bench_opts *o)
+{
+	int c;
+
+	*o = (struct bench_opts){ .reps = 15, .warmup = 2, .fio_runtime = 3 };
+	while ((c = getopt_long(argc, argv, "f:s:p:r:w:b:d:t:R:o:qh", long_opts,
+				NULL)) != -1)
+		if (parse_opt(c, o))
+			return -EINVAL;
+	if (o->reps < 1 || o->reps > MAX_REPS || o->warmup < 0)
+		return -EINVAL;
+	if (!o->nr_folios)
+		parse_list(DEFAULT_FOLIOS, 'f', o);
+	if (!o->nr_sizes)
+		parse_list("256m,1g", 's', o);
+	if (!o->nr_paths)
+		parse_list("io_uring", 'p', o);
+	return 0;
+}
+
+static void progress(const struct bench_opts *o, int done, int total,
+		     const struct cell *c)
+{
+	char size[16];
+
+	bool tty = isatty(STDERR_FILENO);
+
+	if (o->quiet)
+		return;
+	format_size(size, sizeof(size), c->size);
+	/* A terminal gets one line rewritten; a log gets one line per cell. */
+	fprintf(stderr, "%s[%d/%d] %s %s %s%s", tty ? "\r\033[K" : "", done,
+		total, c->path->name, c->folio->name, size,
+		tty && done < total ? "" : "\n");
+}
+
+/* Time warm-up + reps register/deregister pairs of the whole buffer. */
+static void reg_cell_run(const struct bench_opts *o, struct cell *c,
+			 struct mreg_buf *buf)
+{
+	struct mreg_domain_attr attr = {
+		.backend = (uint32_t)c->path->backend,
+		.comp_mask = o->device ? MREG_DOMAIN_ATTR_DEVICE : 0,
+		.device = o->device,
+	};
+	static double reg[MAX_REPS], dereg[MAX_REPS];
+	struct mreg_region_info info;
+	struct mreg_domain *d;
+	struct mreg_region *r;
+	uint64_t dereg_ns;
+	int i;
+
+	if (mreg_domain_open(&attr, &d)) {
+		snprintf(c->note, sizeof(c->note), "%s", mreg_last_error());
+		return;
+	}
+	for (i = 0; i < o->warmup + o->reps; i++) {
+		if (mreg_region_register(d, mreg_buf_addr(buf),
+					 mreg_buf_length(buf), &r)) {
+			snprintf(c->note, sizeof(c->note), "%s",
+				 mreg_last_error());
+			break;
+		}
+		mreg_region_query(r, &info);
+		mreg_region_deregister(r, &dereg_ns);
+		if (i < o->warmup)
+			continue;
+		reg[c->nr] = (double)info.reg_ns / 1e6;
+		dereg[c->nr++] = (double)dereg_ns / 1e6;
+	}
+	mreg_domain_close(d);
+	stats_compute(reg, c->nr, &c->reg);
+	stats_compute(dereg, c->nr, &c->dereg);
+}
+
+static struct mreg_buf *alloc_buf(const struct bench_opts *o,
+				  const struct folio_spec *f, uint64_t size,
+				  char *note, size_t note_len)
+{
+	struct mreg_buf_attr attr = {
+		.size = sizeof(attr),
+		.flags = MREG_BUF_ALLOW_FALLBACK,
+		.length = size,
+		.folio_size = f->size,
+		.backing = o->backing,
+		.map_level = f->level,
+	};
+	struct mreg_buf *buf;
+
+	if (mreg_buf_alloc(&attr, &buf)) {
+		snprintf(note, note_len, "%s", mreg_last_error());
+		return NULL;
+	}
+	return buf;
+}
+
+static bool has_reg_paths(const struct bench_opts *o)
+{
+	int p;
+
+	for (p = 0; p < o->nr_paths; p++)
+		if (o->paths[p].backend)
+			return true;
+	return false;
+}
+
+/* All paths of one (size, folio) pair share one verified buffer. */
+static void run_pair(const struct bench_opts *o, struct cell *cells,
+		     int *done, int total)
+{
+	struct mreg_buf *buf = NULL;
+	char note[96] = "";
+	int p;
+
+	if (has_reg_paths(o))
+		buf = alloc_buf(o, cells[0].folio, cells[0].size, note,
+				sizeof(note));
+	for (p = 0; p < o->nr_paths; p++) {
+		struct cell *c = &cells[p];
+
+		progress(o, ++*done, total, c);
+		if (!c->path->backend) {
+			fio_cell_run(o, c);
+			continue;
+		}
+		if (!buf) {
+			snprintf(c->note, sizeof(c->note), "%s", note);
+			continue;
+		}
+		c->hist = *mreg_buf_hist(buf);
+		c->verified = mreg_buf_verified(buf);
+		reg_cell_run(o, c, buf);
+	}
+	mreg_buf_free(buf);
+}
+
+static int write_outputs(const struct bench_opts *o, const struct cell *cells,
+			 int nr)
+{
+	char path[512];
+	int ret;
+
+	report_table(o, cells, nr);
+	if (!o->out_dir)
+		return 0;
+	mkdir(o->out_dir, 0755);
+	snprintf(path, sizeof(path), "%s/results.json", o->out_dir);
+	ret = report_json(path, o, cells, nr);
+	snprintf(path, sizeof(path), "%s/results.csv", o->out_dir);
+	if (!ret)
+		ret = report_csv(path, cells, nr);
+	if (!ret)
+		printf("\nwrote %s/results.{json,csv}\n", o->out_dir);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o;
+	struct cell *cells;
+	int s, f, p, nr, done = 0, ret;
+
+	if (parse_args(argc, argv, &o)) {
+		usage();
+		return 2;
+	}
+	nr = o.nr_sizes * o.nr_folios * o.nr_paths;
+	cells = calloc((size_t)nr, sizeof(*cells));
+	if (!cells)
+		return 1;
+	for (s = 0; s < o.nr_sizes; s++)
+		for (f = 0; f < o.nr_folios; f++) {
+			struct cell *pair =
+				&cells[(s * o.nr_folios + f) * o.nr_paths];
+
+			for (p = 0; p < o.nr_paths; p++)
+				pair[p] = (struct cell){ .path = &o.paths[p],
+							 .folio = &o.folios[f],
+							 .size = o.sizes[s] };
+			run_pair(&o, pair, &done, nr);
+		}
+	ret = write_outputs(&o, cells, nr);
+	free(cells);
+	return ret ? 1 : 0;
+}
