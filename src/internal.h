@@ -89,5 +89,10 @@ struct mreg_region {
 };
 
 extern const struct mreg_backend_ops mreg_io_uring_ops;
+extern const struct mreg_backend_ops mreg_verbs_ops;
+extern const struct mreg_backend_ops mreg_vfio_ops;
+extern const struct mreg_backend_ops mreg_iommufd_ops;
+extern const struct mreg_backend_ops mreg_kmod_ops;
+extern const struct mreg_backend_ops mreg_dpdk_ops;
 
 #endif

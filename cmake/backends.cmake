@@ -1,0 +1,17 @@
+# Optional backends: each is one file, built in when its dependency is here.
+pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
+if(IBVERBS_FOUND)
+  list(APPEND MREG_BACKEND_SOURCES src/backends/verbs.c)
+  list(APPEND MREG_BACKEND_LIBS PkgConfig::IBVERBS)
+  list(APPEND MREG_BACKEND_DEFS MREG_HAVE_VERBS)
+  string(APPEND MREG_PC_PRIVATE_LIBS " -libverbs")
+  message(STATUS "mreg: verbs backend (libibverbs ${IBVERBS_VERSION})")
+else()
+  message(STATUS "mreg: no libibverbs, verbs backend left out")
+endif()
+
+# VFIO and iommufd need only the kernel's uapi headers, vendored in
+# kernel-headers/ because Debian 12's linux-libc-dev (6.1) lacks iommufd.
+list(APPEND MREG_BACKEND_SOURCES src/backends/vfio.c src/backends/iommufd.c
+     src/vfio_dev.c src/iova.c)
+list(APPEND MREG_BACKEND_DEFS MREG_HAVE_VFIO)

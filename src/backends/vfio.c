@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * VFIO type1: container, group and device, then MAP_DMA/UNMAP_DMA. Type1
+ * leaves IOVAs to userspace: they come from the container's valid ranges
+ * (CAP_IOVA_RANGE), and running into dma_entry_limit is reported with the
+ * count the kernel says is left (CAP_DMA_AVAIL).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/vfio.h>
+
+#include "../internal.h"
+#include "../iova.h"
+#include "../vfio_dev.h"
+
+#define HUGE_ALIGN (2ull << 20)
+
+struct vfio_domain {
+	int container;
+	int group;
+	int device;
+	struct mreg_iova iova;
+};
+
+static int vfio_supported(void)
+{
+	return !access("/dev/vfio/vfio", R_OK | W_OK);
+}
+
+/* VFIO_IOMMU_GET_INFO with its capability chain, sized by the kernel. */
+static struct vfio_iommu_type1_info *get_info(int container)
+{
+	struct vfio_iommu_type1_info *info = calloc(1, sizeof(*info));
+	uint32_t argsz = sizeof(*info);
+
+	while (info) {
+		info->argsz = argsz;
+		if (ioctl(container, VFIO_IOMMU_GET_INFO, info)) {
+			free(info);
+			return NULL;
+		}
+		if (info->argsz <= argsz)
+			return info;
+		argsz = info->argsz;
+		free(info);
+		info = calloc(1, argsz);
+	}
+	return NULL;
+}
+
+static struct vfio_info_cap_header *find_cap(struct vfio_iommu_type1_info *info,
+					     uint16_t id)
+{
+	uint32_t off;
+
+	if (!(info->flags & VFIO_IOMMU_INFO_CAPS))
+		return NULL;
+	for (off = info->cap_offset; off;) {
+		struct vfio_info_cap_header *h = (void *)((char *)info + off);
+
+		if (h->id == id)
+			return h;
+		off = h->next;
+	}
+	return NULL;
+}
+
+static int init_iova(struct vfio_domain *v)
+{
+	struct vfio_iommu_type1_info_cap_iova_range *cap;
+	struct mreg_iova_range *ranges;
+	struct vfio_iommu_type1_info *info = get_info(v->container);
+	uint32_t i;
+	int ret;
+
+	if (!info)
+		return mreg_fail(-errno, "vfio: VFIO_IOMMU_GET_INFO: %s",
+				 strerror(errno));
+	cap = (void *)find_cap(info, VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE);
+	if (!cap) {
+		free(info);
+		return mreg_fail(-EOPNOTSUPP, "vfio: no IOVA range capability");
+	}
+	ranges = calloc(cap->nr_iovas, sizeof(*ranges));
+	for (i = 0; ranges && i < cap->nr_iovas; i++) {
+		/* Keep IOVA 0 out: a zero DMA address looks like a bug. */
+		ranges[i].start = cap->iova_ranges[i].start ?
+					  cap->iova_ranges[i].start :
+					  HUGE_ALIGN;
+		ranges[i].last = cap->iova_ranges[i].end;
+	}
+	ret = ranges ? mreg_iova_init(&v->iova, ranges, (int)cap->nr_iovas) :
+		       -ENOMEM;
+	free(ranges);
+	free(info);
+	return ret;
+}
+
+static int dma_avail(int container, uint32_t *avail)
+{
+	struct vfio_iommu_type1_info_dma_avail *cap;
+	struct vfio_iommu_type1_info *info = get_info(container);
+
+	if (!info)
+		return -errno;
+	cap = (void *)find_cap(info, VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL);
+	if (cap)
+		*avail = cap->avail;
+	free(info);
+	return cap ? 0 : -EOPNOTSUPP;
+}
+
+static int open_group(struct vfio_domain *v, const char *device)
+{
+	struct vfio_group_status status = { .argsz = sizeof(status) };
+	char path[64];
+	int ret;
+
+	ret = mreg_vfio_group_path(device, path, sizeof(path));
+	if (ret)
+		return ret;
+	v->group = open(path, O_RDWR | O_CLOEXEC);
+	if (v->group < 0)
+		return mreg_fail(-errno, "vfio: open %s: %s", path,
+				 strerror(errno));
+	if (ioctl(v->group, VFIO_GROUP_GET_STATUS, &status) ||
+	    !(status.flags & VFIO_GROUP_FLAGS_VIABLE))
+		return mreg_fail(-EBUSY, "vfio: group %s is not viable (every "
+				 "device in it must be bound to vfio-pci)",
+				 path);
+	return 0;
+}
+
+static int open_container(struct vfio_domain *v, const char *device)
+{
+	int ret;
+
+	v->container = open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
+	if (v->container < 0)
+		return mreg_fail(-errno, "vfio: open /dev/vfio/vfio: %s",
+				 strerror(errno));
+	if (ioctl(v->container, VFIO_GET_API_VERSION) != VFIO_API_VERSION ||
+	    !ioctl(v->container, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU))
+		return mreg_fail(-EOPNOTSUPP, "vfio: no type1v2 IOMMU");
+	ret = open_group(v, device);
+	if (ret)
+		return ret;
+	if (ioctl(v->group, VFIO_GROUP_SET_CONTAINER, &v->container) ||
+	    ioctl(v->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU))
+		return mreg_fail(-errno, "vfio: attach group to container: %s",
+				 strerror(errno));
+	return 0;
+}
+
+/* Holding the device fd keeps it claimed while we map for it. */
+static int open_device(struct vfio_domain *v, const char *device)
+{
+	if (!strncmp(device, "/dev/vfio/", 10))
+		return 0;
+	v->device = ioctl(v->group, VFIO_GROUP_GET_DEVICE_FD, device);
+	if (v->device < 0)
+		return mreg_fail(-errno, "vfio: get device %s: %s", device,
+				 strerror(errno));
+	return 0;
+}
+
+static void close_fds(struct vfio_domain *v)
+{
+	if (v->device >= 0)
+		close(v->device);
+	if (v->group >= 0)
+		close(v->group);
+	if (v->container >= 0)
+		close(v->container);
+}
+
+static int vfio_domain_open(struct mreg_domain *d,
+			    const struct mreg_domain_attr *attr)
+{
+	struct vfio_domain *v;
+	int ret;
+
+	if (!(attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE) || !attr->device)
+		return mreg_fail(-EINVAL, "vfio: device (PCI address or "
+				 "/dev/vfio/N) is required");
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->group = v->device = -1;
+	ret = open_container(v, attr->device);
+	if (!ret)
+		ret = open_device(v, attr->device);
+	if (!ret)
+		ret = init_iova(v);
+	if (ret) {
+		close_fds(v);
+		free(v);
+		return ret;
+	}
+	d->priv = v;
+	d->native = &v->container;
+	return 0;
+}
+
+static void vfio_domain_close(struct mreg_domain *d)
+{
+	struct vfio_domain *v = d->priv;
+
+	close_fds(v);
+	mreg_iova_fini(&v->iova);
+	free(v);
+}
+
+static int map_failed(struct vfio_domain *v, struct mreg_region *r, int err)
+{
+	uint32_t avail = 0;
+
+	if (err == -ENOSPC && !dma_avail(v->container, &avail))
+		return mreg_fail(err, "vfio: MAP_DMA: dma_entry_limit reached "
+				 "(%u mappings left); raise vfio_iommu_type1 "
+				 "dma_entry_limit or map larger regions", avail);
+	return mreg_fail(err, "vfio: MAP_DMA addr 0x%llx len %llu: %s%s",
+			 (unsigned long long)r->info.addr,
+			 (unsigned long long)r->info.length, strerror(-err),
+			 mreg_reg_hint(err));
+}
+
+static int vfio_reg(struct mreg_domain *d, struct mreg_region *r)
+{
+	struct vfio_domain *v = d->priv;
+	struct vfio_iommu_type1_dma_map map = {
+		.argsz = sizeof(map),
+		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.vaddr = r->info.addr,
+		.size = r->info.length,
+	};
+	uint64_t t0, iova;
+	int ret;
+
+	ret = mreg_iova_alloc(&v->iova, r->info.length, HUGE_ALIGN,
+			      r->info.addr, &iova);
+	if (ret)
+		return mreg_fail(ret, "vfio: no free IOVA range of %llu bytes",
+				 (unsigned long long)r->info.length);
+	map.iova = iova;
+	t0 = mreg_now_ns();
+	ret = ioctl(v->container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
+	r->info.reg_ns = mreg_now_ns() - t0;
+	if (ret) {
+		mreg_iova_free(&v->iova, map.iova, map.size);
+		return map_failed(v, r, ret);
+	}
+	r->info.iova = map.iova;
+	r->info.nr_slices = 1;
+	return 0;
+}
+
+static int vfio_dereg(struct mreg_domain *d, struct mreg_region *r,
+		      uint64_t *ns)
+{
+	struct vfio_domain *v = d->priv;
+	struct vfio_iommu_type1_dma_unmap unmap = {
+		.argsz = sizeof(unmap),
+		.iova = r->info.iova,
+		.size = r->info.length,
+	};
+	uint64_t t0 = mreg_now_ns();
+	int ret;
+
+	ret = ioctl(v->container, VFIO_IOMMU_UNMAP_DMA, &unmap) ? -errno : 0;
+	*ns = mreg_now_ns() - t0;
+	if (ret)
+		return mreg_fail(ret, "vfio: UNMAP_DMA iova 0x%llx: %s",
+				 (unsigned long long)unmap.iova,
+				 strerror(-ret));
+	return mreg_iova_free(&v->iova, r->info.iova, r->info.length);
+}
+
+const struct mreg_backend_ops mreg_vfio_ops = {
+	.type = MREG_BACKEND_VFIO,
+	.name = "vfio",
+	.supported = vfio_supported,
+	.domain_open = vfio_domain_open,
+	.domain_close = vfio_domain_close,
+	.reg = vfio_reg,
+	.dereg = vfio_dereg,
+};
