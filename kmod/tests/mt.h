@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mt: helpers shared by the mreg.ko guest tests (kmod/tests/t_*.c).
+ * Each test is one file with its own main() and exits 0 pass, 1 fail,
+ * 77 skip; a skip always prints why.
+ */
+#ifndef MREG_KMOD_TEST_H
+#define MREG_KMOD_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uapi/mreg.h"
+
+#define MT_PAGE 4096UL
+#define MT_2M (2UL << 20)
+
+void mt_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void mt_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* Fail the test with file:line when @cond is false. */
+#define MT_CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "%s:%d: check failed: %s: ",	\
+				__FILE__, __LINE__, #cond);		\
+			mt_fail(__VA_ARGS__);				\
+		}							\
+	} while (0)
+
+/* Expect ioctl-style return @ret (0 or -errno) to equal @want. */
+#define MT_EXPECT_ERR(ret, want, what)					\
+	MT_CHECK((ret) == (want), "%s: got %d (%s), want %d", what,	\
+		 (int)(ret), (ret) ? strerror(-(ret)) : "ok", (int)(want))
+
+/* Device: loads /mreg/ko/mreg.ko when /dev/mreg is missing; skips when
+ * it cannot. */
+int mt_open(void);
+int mt_ioctl(int fd, unsigned long req, void *arg);
+int mt_pin(int fd, uint64_t addr, uint64_t len, uint32_t flags, int memfd,
+	   struct mreg_pin *out);
+int mt_unpin(int fd, uint32_t handle);
+int mt_read(int fd, uint32_t handle, uint64_t off, uint64_t len, void *dst);
+/* Returns the extents of @handle in a malloc()ed array, or NULL + *n=0. */
+struct mreg_extent *mt_query(int fd, uint32_t handle, uint64_t *n);
+int mt_info(int fd, struct mreg_info *info);
+
+/* Memory. */
+void *mt_map(size_t len, size_t align);
+void mt_fill(void *p, size_t len, uint32_t seed);
+size_t mt_check_fill(const void *p, size_t len, uint32_t seed);
+uint32_t mt_page_word(uint32_t seed, size_t page);
+
+/* THP knobs: set only size @kb to "always" (0: none), restored at exit.
+ * Skips when the kernel lacks the knob. */
+void mt_thp_only(unsigned int kb);
+void mt_shmem_thp_only(unsigned int kb);
+
+/* /proc/self/pagemap and /proc/kpageflags (root). */
+int mt_have_pagemap(void);
+uint64_t mt_pfn(const void *va);
+void mt_pagemap_reopen(void);
+/* Census of the folios mapping [va, va+len), verified by kpageflags. */
+void mt_folio_census(const void *va, size_t len, uint64_t hist[32],
+		     uint64_t *nfolios);
+void mt_print_hist(const char *what, const uint64_t hist[32]);
+
+/* FOLL_PIN counters of /proc/vmstat. */
+void mt_pins(uint64_t *acquired, uint64_t *released);
+/* Wait up to 5 s for acquired - released to come back to @a0 - @r0. */
+int mt_pins_balanced(uint64_t a0, uint64_t r0);
+
+int mt_is_root(void);
+unsigned long mt_env_ulong(const char *name, unsigned long dflt);
+
+#endif

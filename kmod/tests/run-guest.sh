@@ -1,0 +1,94 @@
+#!/bin/bash
+# Build mreg.ko and its tests on the host and run them in the qemu guest
+# through tests/guest/mreg-vm, by default on Debian's stock 6.12 kernel.
+#
+#   kmod/tests/run-guest.sh [--bench] [--tests "kmod-abi ..."] [--out DIR]
+#                           [--kernel BZIMAGE --modules DIR --kdir HEADERS]
+#
+# --bench adds the kmod-kbench test: mreg-kbench over 256 MB for every
+# method and folio size (table on the console, JSON in OUT/results/).
+# Exit status: that of mreg-vm run (0 pass, 1 fail, 77 cannot run here).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+PAYLOAD=$TOP/build/kmod/payload
+TESTS_DEFAULT="kmod-abi kmod-badinput kmod-pagemap kmod-folios kmod-bench
+kmod-close kmod-fork kmod-munmap kmod-memlock kmod-race kmod-fuzz"
+BENCH='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR=''
+
+usage() {
+	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+parse() {
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--bench) BENCH=1 && shift && continue ;;
+		--tests) TESTS=$2 ;;
+		--out) OUT=$2 ;;
+		--kernel) KERNEL=$2 ;;
+		--modules) MODULES=$2 ;;
+		--kdir) KDIR=$2 ;;
+		*) usage ;;
+		esac
+		[ $# -ge 2 ] || usage
+		shift 2
+	done
+	TESTS=${TESTS:-$(echo $TESTS_DEFAULT)}
+	[ -z "$BENCH" ] || TESTS="$TESTS kmod-kbench"
+}
+
+build_module() {
+	if [ -n "$KDIR" ]; then
+		KDIR=$KDIR "$TOP/kmod/build.sh" build
+	else
+		"$TOP/kmod/build.sh" build
+	fi
+}
+
+# Static test binaries: the guest needs no extra libraries for them.
+build_tests() {
+	dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q 'ok installed' ||
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-dev >&2
+	nice make -s -C "$HERE" OUT="$TOP/build/kmod/tests"
+}
+
+# The bench as a guest test: 256 MB, 3 reps, JSON next to the test log.
+write_kbench_test() {
+	cat >"$PAYLOAD/tests/kmod-kbench" <<'SH'
+#!/bin/sh
+exec mreg-kbench -s "${MREG_KBENCH_MB:-256}" -r 3 -j "$MREG_OUT/kbench.json"
+SH
+	chmod +x "$PAYLOAD/tests/kmod-kbench"
+}
+
+assemble_payload() {
+	rm -rf "$PAYLOAD"
+	mkdir -p "$PAYLOAD/bin" "$PAYLOAD/tests" "$PAYLOAD/ko"
+	cp "$TOP/build/kmod/tests/tests/"kmod-* "$PAYLOAD/tests/"
+	cp "$TOP/build/kmod/tests/bin/"* "$PAYLOAD/bin/"
+	cp "$TOP/kmod/mreg.ko" "$PAYLOAD/ko/"
+	write_kbench_test
+}
+
+# mreg-vm takes the global qemu lock itself; do not take it here too.
+run_guest() {
+	local args=(run --payload "$PAYLOAD" --no-builtin --tests "$TESTS"
+		--mem 2G --timeout 2400)
+	[ -z "$OUT" ] || args+=(--out "$OUT")
+	[ -z "$KERNEL" ] || args+=(--kernel "$KERNEL")
+	[ -z "$MODULES" ] || args+=(--modules "$MODULES")
+	"$TOP/tests/guest/mreg-vm" "${args[@]}"
+}
+
+main() {
+	parse "$@"
+	build_module
+	build_tests
+	assemble_payload
+	run_guest
+}
+
+main "$@"

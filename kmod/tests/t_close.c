@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Pins still held are released when the file is closed and when the
+ * process exits: FOLL_PIN counters in /proc/vmstat and mm->pinned_vm
+ * (RLIMIT_MEMLOCK accounting) come back to where they were.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mt.h"
+
+#define LEN (4UL << 20)
+
+static uint64_t mm_pinned(void)
+{
+	struct mreg_info info;
+	int fd = mt_open();
+
+	MT_EXPECT_ERR(mt_info(fd, &info), 0, "INFO");
+	close(fd);
+	return info.mm_pinned_pages;
+}
+
+/* Three live pins of different kinds on one file. */
+static void pin_three(int fd)
+{
+	char *anon = mt_map(LEN, MT_2M);
+	int mfd = memfd_create("mreg-close", MFD_CLOEXEC);
+	struct mreg_pin p;
+
+	mt_fill(anon, LEN, 1);
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)anon, LEN / 2, 0, 0, &p), 0, "PIN");
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)anon + LEN / 2, LEN / 2,
+			     MREG_PIN_FLAG_READONLY, 0, &p), 0, "PIN ro");
+	MT_CHECK(mfd >= 0 && !ftruncate(mfd, LEN), "memfd");
+	MT_EXPECT_ERR(mt_pin(fd, 0, LEN, MREG_PIN_FLAG_MEMFD, mfd, &p), 0,
+		      "PIN memfd");
+	close(mfd);
+	munmap(anon, LEN);
+}
+
+static void test_close(void)
+{
+	uint64_t a0, r0, a1, r1, before = mm_pinned();
+	int fd = mt_open();
+
+	mt_pins(&a0, &r0);
+	pin_three(fd);
+	mt_pins(&a1, &r1);
+	MT_CHECK(a1 - a0 > r1 - r0, "pins did not show in /proc/vmstat");
+	MT_CHECK(mm_pinned() == before + 2 * LEN / MT_PAGE,
+		 "pinned_vm %llu, want %llu", (unsigned long long)mm_pinned(),
+		 (unsigned long long)(before + 2 * LEN / MT_PAGE));
+	close(fd);
+	MT_CHECK(mt_pins_balanced(a0, r0), "pins leaked after close");
+	MT_CHECK(mm_pinned() == before, "pinned_vm not uncharged at close");
+	printf("close with 3 pins held: balanced\n");
+}
+
+static void test_exit(void)
+{
+	uint64_t a0, r0;
+	int status;
+	pid_t pid;
+
+	mt_pins(&a0, &r0);
+	pid = fork();
+	if (pid == 0) {
+		pin_three(mt_open());
+		_exit(0);
+	}
+	MT_CHECK(pid > 0, "fork");
+	waitpid(pid, &status, 0);
+	MT_CHECK(WIFEXITED(status) && !WEXITSTATUS(status), "child failed");
+	MT_CHECK(mt_pins_balanced(a0, r0), "pins leaked after process exit");
+	printf("exit with 3 pins held: balanced\n");
+}
+
+/* The fd outlives the pinning process: the last close releases. */
+static void test_inherited(void)
+{
+	uint64_t a0, r0;
+	int fd = mt_open(), status;
+	pid_t pid;
+
+	mt_pins(&a0, &r0);
+	pid = fork();
+	if (pid == 0) {
+		pin_three(fd);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	MT_CHECK(WIFEXITED(status) && !WEXITSTATUS(status), "child failed");
+	close(fd);
+	MT_CHECK(mt_pins_balanced(a0, r0), "pins leaked after last close");
+	printf("pins of an exited child released at last close: balanced\n");
+}
+
+int main(void)
+{
+	close(mt_open());
+	test_close();
+	test_exit();
+	test_inherited();
+	printf("PASS close\n");
+	return 0;
+}
