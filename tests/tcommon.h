@@ -38,7 +38,7 @@ struct t_pins {
 /* Flush per-CPU counters (stat_refresh), then read nr_foll_pin_*. */
 int t_pins_read(struct t_pins *pins);
 /*
- * 1 if every pin taken since @before was released. Other processes may be
+ * 1 if no more pins are held than at @before. Other processes may be
  * mid-I/O, so an imbalance is re-read for a while before it counts.
  */
 bool t_pins_balanced(const struct t_pins *before);

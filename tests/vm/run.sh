@@ -1,0 +1,27 @@
+#!/bin/bash
+# Run mreg's own tests in the qemu guest, next to the harness's built-in
+# ones (rxe, vfio, null_blk, mthp), in one boot.
+#   tests/vm/run.sh BUILD_DIR [mreg-vm run options...]
+# The payload holds the test binaries (built on the host, their shared
+# libraries copied by the harness) and the wrappers in tests/vm/tests/.
+set -euo pipefail
+
+build=$(cd "${1:?usage: tests/vm/run.sh BUILD_DIR [options]}" && pwd)
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+payload=$build/vm-payload
+
+make_payload() {
+	local t
+	rm -rf "$payload"
+	mkdir -p "$payload/bin" "$payload/tests"
+	for t in "$build"/tests/test_*; do
+		[ -x "$t" ] && cp "$t" "$payload/bin/"
+	done
+	cp "$build/bench/mreg-bench" "$payload/bin/"
+	cp "$here"/tests/* "$payload/tests/"
+}
+
+make_payload
+exec "$here/../guest/mreg-vm" run --payload "$payload" \
+	--out "$build/vm-results" "$@"
