@@ -15,3 +15,7 @@ endif()
 list(APPEND MREG_BACKEND_SOURCES src/backends/vfio.c src/backends/iommufd.c
      src/vfio_dev.c src/iova.c)
 list(APPEND MREG_BACKEND_DEFS MREG_HAVE_VFIO)
+
+# mreg.ko's ABI is our own include/uapi/mreg.h.
+list(APPEND MREG_BACKEND_SOURCES src/backends/kmod.c)
+list(APPEND MREG_BACKEND_DEFS MREG_HAVE_KMOD)

@@ -71,6 +71,9 @@ struct mreg_backend_ops {
 	int (*reg)(struct mreg_domain *domain, struct mreg_region *region);
 	int (*dereg)(struct mreg_domain *domain, struct mreg_region *region,
 		     uint64_t *ns);
+	/* Optional: folio-coalesced extents of a registered region. */
+	int (*extents)(const struct mreg_region *region,
+		       struct mreg_region_extent *ext, size_t *nr);
 };
 
 struct mreg_domain {

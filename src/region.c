@@ -234,3 +234,15 @@ MREG_EXPORT int mreg_region_query(const struct mreg_region *r,
 	*info = r->info;
 	return 0;
 }
+
+MREG_EXPORT int mreg_region_extents(const struct mreg_region *r,
+				    struct mreg_region_extent *ext, size_t *nr)
+{
+	if (!r || !nr || (*nr && !ext))
+		return mreg_fail(-EINVAL, "extents: region, nr and ext are "
+				 "required");
+	if (!r->domain->ops->extents)
+		return mreg_fail(-EOPNOTSUPP, "extents: the %s backend does "
+				 "not report extents", r->domain->ops->name);
+	return r->domain->ops->extents(r, ext, nr);
+}

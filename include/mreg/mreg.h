@@ -218,6 +218,23 @@ struct mreg_region_info {
 int mreg_region_query(const struct mreg_region *region,
 		      struct mreg_region_info *info);
 
+/* A physically contiguous piece of a registration, within one folio. */
+struct mreg_region_extent {
+	uint64_t offset; /* from the region's start */
+	uint64_t length;
+	uint64_t phys;	 /* 0 unless the caller has CAP_SYS_ADMIN */
+	uint32_t order;	 /* folio order holding the extent */
+	uint32_t reserved;
+};
+
+/*
+ * Folio-coalesced extents of @region (kmod backend): in, *@nr entries of
+ * @ext; out, the number of extents. -EMSGSIZE with *@nr set when @ext is
+ * too small; -EOPNOTSUPP for backends that do not report extents.
+ */
+int mreg_region_extents(const struct mreg_region *region,
+			struct mreg_region_extent *ext, size_t *nr);
+
 #ifdef __cplusplus
 }
 #endif
