@@ -9,7 +9,10 @@
 #   kernel/build.sh all       stock, patched and debug
 #   kernel/build.sh check     CI: series applies to a clean tree, each patch
 #                             builds its touched objects, checkpatch --strict
-#   kernel/build.sh selftests build gup_test (and friends) from the same tree
+#   kernel/build.sh selftests gup_test, cow, gup_longterm and foliobench
+#                             from the same tree -> build/kernel/payload
+#   kernel/build.sh bench     boot stock then patched in tests/guest/mreg-vm,
+#                             run the kbench matrix, print the ratio table
 #
 # One source tree serves every variant: each variant has its own O= output
 # directory, and the patch series is applied before a patched build and
@@ -198,28 +201,79 @@ cmd_check() {
 	log "check ok: $n patches in $((SECONDS - start)) s"
 }
 
-# gup_test and friends, from the same tree, for the harness payload.
+# The selftests' uapi headers come from the tree itself, since Debian 12's
+# linux-libc-dev (6.1) lacks what vm_util.c uses (PAGEMAP_SCAN).
+tree_headers() {
+	local obj=$OUT/headers
+	[[ -f $obj/usr/include/linux/fs.h ]] && return 0
+	mkdir -p "$obj"
+	make -C "$SRC" O="$obj" -s headers_install INSTALL_HDR_PATH="$obj/usr" \
+		>/dev/null
+}
+
+# gup_test, cow and gup_longterm from the same tree, plus foliobench, into
+# the harness payload: build/kernel/payload/{bin,tests}.
 cmd_selftests() {
 	cmd_source
-	local dest=$OUT/selftests t
-	mkdir -p "$dest"
+	tree_headers
+	local mm=$SRC/tools/testing/selftests/mm pay=$OUT/payload t
+	local inc=$OUT/selftests-inc cflags=(-O2 -Wall)
+	mkdir -p "$pay/bin" "$pay/tests" "$inc"
+	# local_config.h is what the selftests' check_config.sh would write.
+	if [[ -f /usr/include/liburing.h ]]; then
+		echo '#define LOCAL_CONFIG_HAVE_LIBURING 1' >"$inc/local_config.h"
+	else
+		: >"$inc/local_config.h"
+	fi
+	cflags+=(-I"$inc" -I"$SRC" -I"$SRC/tools/testing/selftests"
+		 -isystem "$OUT/headers/usr/include")
 	for t in gup_test cow gup_longterm; do
-		gcc -O2 -Wall -I"$SRC/tools/testing/selftests" \
-			-I"$SRC/tools/include" -I"$SRC/usr/include" \
-			-o "$dest/$t" "$SRC/tools/testing/selftests/mm/$t.c" \
-			"$SRC/tools/testing/selftests/mm/vm_util.c" -lm ||
-			log "cannot build $t"
+		gcc "${cflags[@]}" -o "$pay/bin/$t" "$mm/$t.c" "$mm/vm_util.c" \
+			"$mm/thp_settings.c" -lm $(selftest_libs) 2>"$OUT/$t.log" ||
+			die "cannot build $t, see $OUT/$t.log"
 	done
-	ls -l "$dest"
+	gcc -O2 -Wall -Wextra -static -I"$SRC" -isystem "$OUT/headers/usr/include" \
+		-o "$pay/bin/foliobench" "$KDIR/bench/foliobench.c"
+	cp "$KDIR"/guest/tests/* "$pay/tests/"
+	log "payload: $pay"
+}
+
+selftest_libs() {
+	[[ -f /usr/include/liburing.h ]] && echo -luring
+	true
+}
+
+# Boot $1 (stock, patched or debug) in the harness with the payload and run
+# the tests named in $2; results in build/kernel/results/<variant>.
+run_guest() {
+	local v=$1 tests=$2 obj=$OUT/$1 vm=$ROOT/tests/guest/mreg-vm
+	[[ -x $vm ]] || die "no harness at $vm"
+	[[ -f $obj/bzImage ]] || die "no $obj/bzImage: run kernel/build.sh $v"
+	mkdir -p /tmp/mreg "$OUT/results"
+	rm -rf "$OUT/results/$v"
+	flock /tmp/mreg/qemu.lock "$vm" run --kernel "$obj/bzImage" \
+		--modules "$(ls -d "$obj"/modules/lib/modules/* | head -1)" \
+		--payload "$OUT/payload" --tests "$tests" --no-builtin \
+		--mem "${GUEST_MEM:-3G}" --timeout "${GUEST_TIMEOUT:-3000}" \
+		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$OUT/results/$v"
+}
+
+# Stock, then patched, same payload and matrix, one after the other.
+cmd_bench() {
+	cmd_selftests
+	run_guest stock kbench
+	run_guest patched kbench
+	python3 "$KDIR/bench/ratio.py" "$OUT/results/stock" \
+		"$OUT/results/patched"
 }
 
 main() {
 	local cmd=${1:-}
 	case $cmd in
-	source | config | stock | patched | debug | check | selftests)
+	source | config | stock | patched | debug | check | selftests | bench)
 		"cmd_$cmd" ;;
 	all) cmd_stock; cmd_patched; cmd_debug ;;
-	*) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 2 ;;
+	*) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 2 ;;
 	esac
 }
 
