@@ -1,4 +1,5 @@
 # Helpers for guest tests: ". /mreg/lib.sh" from a busybox sh test.
+# shellcheck shell=dash
 # Exit codes follow the harness: 0 pass, 1 fail, 77 skip.
 
 skip() {

@@ -103,15 +103,28 @@ qemu_argv() {
 	)
 }
 
-# Run qemu under the global lock and a wall-clock limit; the console goes
-# to the terminal and to OUT/console.log.  Prints qemu's exit status.
-qemu_boot() {
-	local console=$RUN_OUT/console.log rc=0
+# Take the global qemu lock, reporting when another guest holds it.  The
+# fd is inherited by qemu, so the lock lives exactly as long as the guest.
+qemu_lock() {
 	mkdir -p "$(dirname "$QEMU_LOCK")"
+	exec {QEMU_LOCK_FD}>>"$QEMU_LOCK"
+	flock -n "$QEMU_LOCK_FD" && return 0
+	log "waiting for $QEMU_LOCK (another guest is running)"
+	flock "$QEMU_LOCK_FD"
+}
+
+# Run qemu with a wall-clock limit; the console goes to the terminal and
+# to OUT/console.log.  Sets QEMU_RC and QEMU_SECS (lock wait excluded).
+qemu_boot() {
+	local console=$RUN_OUT/console.log start
+	QEMU_RC=0
+	qemu_lock
 	log "booting $(basename "$RUN_KERNEL") (timeout ${RUN_TIMEOUT}s, log $console)"
-	flock "$QEMU_LOCK" timeout --kill-after=10 "$RUN_TIMEOUT" "${QEMU_ARGV[@]}" \
-		</dev/null 2>&1 | tee "$console" >&2 || rc=${PIPESTATUS[0]}
-	echo "$rc"
+	start=$(date +%s)
+	timeout --kill-after=10 "$RUN_TIMEOUT" "${QEMU_ARGV[@]}" </dev/null 2>&1 |
+		tee "$console" >&2 || QEMU_RC=${PIPESTATUS[0]}
+	QEMU_SECS=$(($(date +%s) - start))
+	exec {QEMU_LOCK_FD}>&-
 }
 
 run_default_out() {
@@ -119,7 +132,7 @@ run_default_out() {
 }
 
 run_cmd() {
-	local initrd rc start
+	local initrd
 	run_parse_args "$@"
 	qemu_available
 	RUN_OUT=$(readlink -f "${RUN_OUT:-$(run_default_out)}")
@@ -127,9 +140,8 @@ run_cmd() {
 	rm -rf "$RUN_OUT/results" && mkdir -p "$RUN_OUT/results"
 	initrd=$(initramfs_build)
 	qemu_argv "$initrd" "$RUN_OUT/results"
-	start=$(date +%s)
-	rc=$(qemu_boot)
-	verdict "$rc" "$(($(date +%s) - start))"
+	qemu_boot
+	verdict "$QEMU_RC" "$QEMU_SECS"
 }
 
 # Judge from qemu's status and the MREG-RESULT lines on the console, so a
@@ -151,11 +163,12 @@ verdict() {
 	return 1
 }
 
-# qemu exiting 1 before the kernel printed anything means qemu itself
-# could not start (bad option, no memory): that is a skip, not a failure.
+# qemu exiting 1 before /init said anything means qemu itself could not
+# start (no such accelerator, no memory): a skip, not a test failure.
 verdict_qemu_error() {
-	if ! grep -q 'Linux version' "$RUN_OUT/console.log"; then
-		echo "SKIP: qemu could not start (status $1), see $RUN_OUT/console.log"
+	local console=$RUN_OUT/console.log
+	if [ "$1" = 1 ] && ! grep -q '^MREG-INIT' "$console"; then
+		echo "SKIP: qemu could not start: $(grep -m1 '^qemu-system' "$console" || echo "status 1")"
 		exit 77
 	fi
 	log "FAIL: qemu exited with status $1"
