@@ -132,8 +132,12 @@ err_unpin:
 	return n ? n : -EFAULT;
 }
 
-/* Fill pin->pages from the folios memfd_pin_folios() returned. */
-static void mreg_pin_fill_pages(struct mreg_pin_obj *pin, pgoff_t first_off)
+/*
+ * Fill pin->pages from the folios memfd_pin_folios() returned.  Returns
+ * false if they do not cover the range, which memfd_pin_folios() does not
+ * do today; the caller then unpins rather than trusting a short array.
+ */
+static bool mreg_pin_fill_pages(struct mreg_pin_obj *pin, pgoff_t first_off)
 {
 	unsigned long k = 0, f, p;
 	struct folio *folio;
@@ -144,7 +148,7 @@ static void mreg_pin_fill_pages(struct mreg_pin_obj *pin, pgoff_t first_off)
 		for (; p < folio_nr_pages(folio) && k < pin->nr_pages; p++)
 			pin->pages[k++] = folio_page(folio, p);
 	}
-	WARN_ON_ONCE(k != pin->nr_pages);
+	return k == pin->nr_pages;
 }
 
 static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
@@ -164,7 +168,10 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
 	if (n <= 0)
 		return n ? n : -EFAULT;
 	pin->nr_folios = n;
-	mreg_pin_fill_pages(pin, first_off);
+	if (!mreg_pin_fill_pages(pin, first_off)) {
+		unpin_folios(pin->folios, pin->nr_folios);
+		return -EFAULT;
+	}
 	return 0;
 }
 

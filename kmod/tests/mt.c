@@ -231,19 +231,32 @@ static int mt_knob_get(const char *path, char *val, size_t n)
 	return 0;
 }
 
+/* Only the first value seen is kept: that is the one to restore. */
+static int mt_knob_saved(const char *path)
+{
+	int i;
+
+	for (i = 0; i < mt_nknobs; i++)
+		if (!strcmp(mt_knobs[i].path, path))
+			return 1;
+	return 0;
+}
+
 static void mt_knob_set(const char *path, const char *val)
 {
 	struct mt_knob *k;
 	int fd;
 
-	if (mt_nknobs == MT_MAX_KNOBS)
-		mt_fail("too many knobs");
-	k = &mt_knobs[mt_nknobs];
-	if (mt_knob_get(path, k->value, sizeof(k->value)))
-		mt_skip("no THP knob %s", path);
-	snprintf(k->path, sizeof(k->path), "%s", path);
-	if (!mt_nknobs++)
-		atexit(mt_restore_knobs);
+	if (!mt_knob_saved(path)) {
+		if (mt_nknobs == MT_MAX_KNOBS)
+			mt_fail("too many knobs");
+		k = &mt_knobs[mt_nknobs];
+		if (mt_knob_get(path, k->value, sizeof(k->value)))
+			mt_skip("no THP knob %s", path);
+		snprintf(k->path, sizeof(k->path), "%s", path);
+		if (!mt_nknobs++)
+			atexit(mt_restore_knobs);
+	}
 	fd = open(path, O_WRONLY);
 	if (fd < 0 || write(fd, val, strlen(val)) < 0)
 		mt_skip("cannot set %s to %s: %s", path, val, strerror(errno));

@@ -5,8 +5,9 @@
 #   kmod/tests/run-guest.sh [--bench] [--tests "kmod-abi ..."] [--out DIR]
 #                           [--kernel BZIMAGE --modules DIR --kdir HEADERS]
 #
-# --bench adds the kmod-kbench test: mreg-kbench over 256 MB for every
-# method and folio size (table on the console, JSON in OUT/results/).
+# --bench adds kmod-kbench: mreg-kbench over 256 MB for every method and
+# folio size (table on the console, JSON in OUT/results/kmod-kbench/), and
+# kmod-fuzz-soak: the fuzz loop with 100000 calls.
 # Exit status: that of mreg-vm run (0 pass, 1 fail, 77 cannot run here).
 set -euo pipefail
 
@@ -37,7 +38,7 @@ parse() {
 		shift 2
 	done
 	TESTS=${TESTS:-$(echo $TESTS_DEFAULT)}
-	[ -z "$BENCH" ] || TESTS="$TESTS kmod-kbench"
+	[ -z "$BENCH" ] || TESTS="$TESTS kmod-kbench kmod-fuzz-soak"
 }
 
 build_module() {
@@ -55,13 +56,18 @@ build_tests() {
 	nice make -s -C "$HERE" OUT="$TOP/build/kmod/tests"
 }
 
-# The bench as a guest test: 256 MB, 3 reps, JSON next to the test log.
-write_kbench_test() {
+# The bench as a guest test: 256 MB, 3 reps, JSON next to the test log;
+# and the fuzz loop at soak length.
+write_bench_tests() {
 	cat >"$PAYLOAD/tests/kmod-kbench" <<'SH'
 #!/bin/sh
 exec mreg-kbench -s "${MREG_KBENCH_MB:-256}" -r 3 -j "$MREG_OUT/kbench.json"
 SH
-	chmod +x "$PAYLOAD/tests/kmod-kbench"
+	cat >"$PAYLOAD/tests/kmod-fuzz-soak" <<'SH'
+#!/bin/sh
+MREG_FUZZ_COUNT=100000 exec /mreg/tests/kmod-fuzz
+SH
+	chmod +x "$PAYLOAD/tests/kmod-kbench" "$PAYLOAD/tests/kmod-fuzz-soak"
 }
 
 assemble_payload() {
@@ -70,7 +76,7 @@ assemble_payload() {
 	cp "$TOP/build/kmod/tests/tests/"kmod-* "$PAYLOAD/tests/"
 	cp "$TOP/build/kmod/tests/bin/"* "$PAYLOAD/bin/"
 	cp "$TOP/kmod/mreg.ko" "$PAYLOAD/ko/"
-	write_kbench_test
+	write_bench_tests
 }
 
 # mreg-vm takes the global qemu lock itself; do not take it here too.

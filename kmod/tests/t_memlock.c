@@ -73,7 +73,7 @@ static void test_unprivileged(void)
 	if (pid == 0) {
 		if (setrlimit(RLIMIT_MEMLOCK, &rl))
 			mt_fail("setrlimit: %s", strerror(errno));
-		_exit(unprivileged());
+		exit(unprivileged());
 	}
 	MT_CHECK(pid > 0, "fork");
 	waitpid(pid, &status, 0);
