@@ -140,22 +140,34 @@ cpio_pack() {
 		cpio --null -o -H newc --owner=0:0 --quiet) >"$2"
 }
 
-# Build (or reuse) the base layer for MODDIR; prints the cpio path.
+# Build (or reuse) the base layer for MODDIR; prints its directory.
 # Uncompressed on purpose: under TCG the guest's decompressor costs more
-# than copying the bytes.
+# than copying the bytes.  A lock keeps two concurrent runs from building
+# the same layer into one directory.
 initramfs_base() {
-	local moddir=${RUN_MODULES:-$(stock_modules)} krel key dir
+	local moddir=${RUN_MODULES:-$(stock_modules)} krel key dir lockfd
 	krel=$(modules_release "$moddir")
 	key=$(base_key "$moddir")
 	dir=$GUEST_BUILD/base/$krel-$key
-	if [ ! -e "$dir/base.cpio" ]; then
-		log "building base initramfs for $krel"
-		rm -rf "$dir" && mkdir -p "$dir/root"
-		base_layout "$dir/root" "$moddir" "$krel"
-		cpio_pack "$dir/root" "$dir/base.cpio.tmp"
-		mv "$dir/base.cpio.tmp" "$dir/base.cpio"
-	fi
+	mkdir -p "$GUEST_BUILD/base"
+	exec {lockfd}>>"$GUEST_BUILD/base/.lock"
+	flock "$lockfd"
+	[ -e "$dir/base.cpio" ] || base_build "$dir" "$moddir" "$krel"
+	exec {lockfd}>&-
 	echo "$dir"
+}
+
+# Older layers of the same release are dropped: each is ~90 MB.
+base_build() {
+	local dir=$1 moddir=$2 krel=$3 old
+	log "building base initramfs for $krel"
+	rm -rf "$dir" && mkdir -p "$dir/root"
+	base_layout "$dir/root" "$moddir" "$krel"
+	cpio_pack "$dir/root" "$dir/base.cpio.tmp"
+	mv "$dir/base.cpio.tmp" "$dir/base.cpio"
+	for old in "$GUEST_BUILD/base/$krel"-????????????; do
+		[ "$old" = "$dir" ] || rm -rf "$old"
+	done
 }
 
 base_layout() {

@@ -105,12 +105,30 @@ qemu_argv() {
 
 # Take the global qemu lock, reporting when another guest holds it.  The
 # fd is inherited by qemu, so the lock lives exactly as long as the guest.
+# A caller that already holds it ("flock LOCK mreg-vm run ...") passed us
+# its fd; locking a new fd would wait for ourselves forever, so reuse it.
 qemu_lock() {
 	mkdir -p "$(dirname "$QEMU_LOCK")"
+	touch "$QEMU_LOCK"
+	qemu_lock_inherited && return 0
 	exec {QEMU_LOCK_FD}>>"$QEMU_LOCK"
 	flock -n "$QEMU_LOCK_FD" && return 0
 	log "waiting for $QEMU_LOCK (another guest is running)"
 	flock "$QEMU_LOCK_FD"
+}
+
+# flock on a descriptor of the holder's open file succeeds at once.
+qemu_lock_inherited() {
+	local fd lock
+	lock=$(readlink -f "$QEMU_LOCK")
+	for fd in /proc/$$/fd/*; do
+		[ "$(readlink -f "$fd")" = "$lock" ] || continue
+		flock -n "${fd##*/}" 2>/dev/null || continue
+		QEMU_LOCK_FD=${fd##*/}
+		log "using the qemu lock held by the caller (fd $QEMU_LOCK_FD)"
+		return 0
+	done
+	return 1
 }
 
 # Run qemu with a wall-clock limit; the console goes to the terminal and
@@ -124,7 +142,6 @@ qemu_boot() {
 	timeout --kill-after=10 "$RUN_TIMEOUT" "${QEMU_ARGV[@]}" </dev/null 2>&1 |
 		tee "$console" >&2 || QEMU_RC=${PIPESTATUS[0]}
 	QEMU_SECS=$(($(date +%s) - start))
-	exec {QEMU_LOCK_FD}>&-
 }
 
 run_default_out() {
