@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DMREG_WERROR=ON
 
-.PHONY: all deps build bench test test-host format clean
+.PHONY: all deps build bench bench-guest test test-host format clean
 
 all: build
 
@@ -18,6 +18,10 @@ build: deps
 
 bench: build
 	bench/run.sh $(BUILD) $(BENCH_ARGS)
+
+# The same bench in the qemu guest on stock 6.12 (GUEST_ARGS: --sizes 256m,1g).
+bench-guest: build
+	bench/guest.sh $(BUILD) $(GUEST_ARGS)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure $(CTEST_ARGS)

@@ -8,9 +8,9 @@
 #include <mreg/mreg.h>
 
 #define MAX_FOLIOS 16
-#define MAX_SIZES 8
-#define MAX_PATHS 16
-#define MAX_REPS 1000
+#define MAX_SIZES  8
+#define MAX_PATHS  16
+#define MAX_REPS   1000
 
 /* One folio column: 4k, 64k, 2m-pte, 2m-pmd, ... */
 struct folio_spec {
@@ -22,9 +22,10 @@ struct folio_spec {
 /* One row kind: a registration backend or an fio job. */
 struct path_spec {
 	char name[32];
-	int backend;	   /* enum mreg_backend, or 0 for fio */
-	char engine[16];   /* fio: psync, io_uring */
-	uint64_t block;	   /* fio: bs */
+	int backend;	 /* enum mreg_backend, or 0 for fio */
+	char engine[16]; /* fio: psync, io_uring */
+	char device[64]; /* "verbs@rxe0", "vfio@0000:00:03.0" */
+	uint64_t block;	 /* fio: bs */
 };
 
 struct stats {
@@ -55,7 +56,6 @@ struct bench_opts {
 	const char *out_dir;
 	const char *fio_target;
 	int fio_runtime;
-	const char *device; /* backend device (rdma dev, vfio group) */
 	bool quiet;
 };
 
@@ -66,8 +66,7 @@ void stats_compute(double *samples, int nr, struct stats *out);
 void fio_cell_run(const struct bench_opts *o, struct cell *c);
 
 /* report.c */
-void report_table(const struct bench_opts *o, const struct cell *cells,
-		  int nr);
+void report_table(const struct bench_opts *o, const struct cell *cells, int nr);
 int report_json(const char *path, const struct bench_opts *o,
 		const struct cell *cells, int nr);
 int report_csv(const char *path, const struct cell *cells, int nr);

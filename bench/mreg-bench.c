@@ -22,14 +22,18 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: mreg-bench [options]\n"
-		"  -f, --folios LIST   folio sizes (default " DEFAULT_FOLIOS ")\n"
+		"  -f, --folios LIST   folio sizes (default " DEFAULT_FOLIOS
+		")\n"
 		"  -s, --sizes LIST    buffer sizes (default 256m,1g)\n"
-		"  -p, --paths LIST    io_uring,verbs,vfio,iommufd,kmod,\n"
-		"                      fio-psync,fio-io_uring[:BS] (default io_uring)\n"
+		"  -p, --paths LIST    io_uring,verbs,vfio,iommufd,kmod (each "
+		"may\n"
+		"                      name a device: vfio@0000:00:03.0),\n"
+		"                      fio-psync,fio-io_uring[:BS] (default "
+		"io_uring)\n"
 		"  -r, --reps N        timed repetitions (default 15)\n"
 		"  -w, --warmup N      untimed repetitions first (default 2)\n"
-		"  -b, --backing NAME  anon|shmem|memfd|hugetlb (default anon)\n"
-		"  -d, --device NAME   backend device (rdma device, vfio group)\n"
+		"  -b, --backing NAME  anon|shmem|memfd|hugetlb (default "
+		"anon)\n"
 		"  -t, --fio-target P  block device or file for fio cells\n"
 		"  -R, --fio-runtime S seconds per fio cell (default 3)\n"
 		"  -o, --out DIR       write results.json and results.csv\n"
@@ -42,10 +46,23 @@ static int parse_size(const char *s, uint64_t *out)
 	uint64_t v = strtoull(s, &end, 10);
 
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	*out = v;
 	return v && (!*end || *end == '-' || *end == ':') ? 0 : -EINVAL;
@@ -56,17 +73,25 @@ static int parse_folio(const char *tok, struct folio_spec *f)
 	snprintf(f->name, sizeof(f->name), "%s", tok);
 	if (parse_size(tok, &f->size))
 		return -EINVAL;
-	f->level = strstr(tok, "-pte") ? MREG_MAP_PTE :
-		   strstr(tok, "-pmd") ? MREG_MAP_PMD :
-					 MREG_MAP_DEFAULT;
+	f->level = strstr(tok, "-pte")	 ? MREG_MAP_PTE
+		   : strstr(tok, "-pmd") ? MREG_MAP_PMD
+					 : MREG_MAP_DEFAULT;
 	return 0;
 }
 
 static int parse_path(const char *tok, struct path_spec *p)
 {
 	const char *colon = strchr(tok, ':');
+	char *at;
 
 	snprintf(p->name, sizeof(p->name), "%s", tok);
+	at = strchr(p->name, '@');
+	if (at) { /* backend@device: the name keeps only the backend */
+		snprintf(p->device, sizeof(p->device), "%s", at + 1);
+		*at = '\0';
+		return (p->backend = mreg_backend_parse(p->name)) < 0 ? -EINVAL
+								      : 0;
+	}
 	if (!strncmp(tok, "fio-", 4)) {
 		snprintf(p->engine, sizeof(p->engine), "%.*s",
 			 (int)(colon ? colon - tok - 4 : (long)strlen(tok) - 4),
@@ -96,8 +121,10 @@ static int parse_list(const char *list, int kind, struct bench_opts *o)
 			ret = -E2BIG;
 		if (ret)
 			fprintf(stderr, "mreg-bench: bad %s '%s'\n",
-				kind == 'f' ? "folio" :
-				kind == 's' ? "size" : "path", tok);
+				kind == 'f'   ? "folio"
+				: kind == 's' ? "size"
+					      : "path",
+				tok);
 	}
 	free(copy);
 	return ret;
@@ -105,7 +132,7 @@ static int parse_list(const char *list, int kind, struct bench_opts *o)
 
 static int parse_backing(const char *name)
 {
-	const char *names[] = { "anon", "shmem", "memfd", "hugetlb" };
+	const char *names[] = {"anon", "shmem", "memfd", "hugetlb"};
 	int i;
 
 	for (i = 0; i < 4; i++)
@@ -115,19 +142,18 @@ static int parse_backing(const char *name)
 }
 
 static const struct option long_opts[] = {
-	{ "folios", required_argument, NULL, 'f' },
-	{ "sizes", required_argument, NULL, 's' },
-	{ "paths", required_argument, NULL, 'p' },
-	{ "reps", required_argument, NULL, 'r' },
-	{ "warmup", required_argument, NULL, 'w' },
-	{ "backing", required_argument, NULL, 'b' },
-	{ "device", required_argument, NULL, 'd' },
-	{ "fio-target", required_argument, NULL, 't' },
-	{ "fio-runtime", required_argument, NULL, 'R' },
-	{ "out", required_argument, NULL, 'o' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
+	{"folios", required_argument, NULL, 'f'},
+	{"sizes", required_argument, NULL, 's'},
+	{"paths", required_argument, NULL, 'p'},
+	{"reps", required_argument, NULL, 'r'},
+	{"warmup", required_argument, NULL, 'w'},
+	{"backing", required_argument, NULL, 'b'},
+	{"fio-target", required_argument, NULL, 't'},
+	{"fio-runtime", required_argument, NULL, 'R'},
+	{"out", required_argument, NULL, 'o'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
 };
 
 static int parse_opt(int c, struct bench_opts *o)
@@ -135,15 +161,28 @@ static int parse_opt(int c, struct bench_opts *o)
 	int backing;
 
 	switch (c) {
-	case 'f': case 's': case 'p':
+	case 'f':
+	case 's':
+	case 'p':
 		return parse_list(optarg, c, o);
-	case 'r': o->reps = atoi(optarg); break;
-	case 'w': o->warmup = atoi(optarg); break;
-	case 'd': o->device = optarg; break;
-	case 't': o->fio_target = optarg; break;
-	case 'R': o->fio_runtime = atoi(optarg); break;
-	case 'o': o->out_dir = optarg; break;
-	case 'q': o->quiet = true; break;
+	case 'r':
+		o->reps = atoi(optarg);
+		break;
+	case 'w':
+		o->warmup = atoi(optarg);
+		break;
+	case 't':
+		o->fio_target = optarg;
+		break;
+	case 'R':
+		o->fio_runtime = atoi(optarg);
+		break;
+	case 'o':
+		o->out_dir = optarg;
+		break;
+	case 'q':
+		o->quiet = true;
+		break;
 	case 'b':
 		backing = parse_backing(optarg);
 		if (backing < 0)
@@ -160,8 +199,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
 	int c;
 
-	*o = (struct bench_opts){ .reps = 15, .warmup = 2, .fio_runtime = 3 };
-	while ((c = getopt_long(argc, argv, "f:s:p:r:w:b:d:t:R:o:qh", long_opts,
+	*o = (struct bench_opts){.reps = 15, .warmup = 2, .fio_runtime = 3};
+	while ((c = getopt_long(argc, argv, "f:s:p:r:w:b:t:R:o:qh", long_opts,
 				NULL)) != -1)
 		if (parse_opt(c, o))
 			return -EINVAL;
@@ -198,8 +237,8 @@ static void reg_cell_run(const struct bench_opts *o, struct cell *c,
 {
 	struct mreg_domain_attr attr = {
 		.backend = (uint32_t)c->path->backend,
-		.comp_mask = o->device ? MREG_DOMAIN_ATTR_DEVICE : 0,
-		.device = o->device,
+		.comp_mask = c->path->device[0] ? MREG_DOMAIN_ATTR_DEVICE : 0,
+		.device = c->path->device,
 	};
 	static double reg[MAX_REPS], dereg[MAX_REPS];
 	struct mreg_region_info info;
@@ -263,8 +302,8 @@ static bool has_reg_paths(const struct bench_opts *o)
 }
 
 /* All paths of one (size, folio) pair share one verified buffer. */
-static void run_pair(const struct bench_opts *o, struct cell *cells,
-		     int *done, int total)
+static void run_pair(const struct bench_opts *o, struct cell *cells, int *done,
+		     int total)
 {
 	struct mreg_buf *buf = NULL;
 	char note[96] = "";
@@ -332,9 +371,9 @@ int main(int argc, char **argv)
 				&cells[(s * o.nr_folios + f) * o.nr_paths];
 
 			for (p = 0; p < o.nr_paths; p++)
-				pair[p] = (struct cell){ .path = &o.paths[p],
-							 .folio = &o.folios[f],
-							 .size = o.sizes[s] };
+				pair[p] = (struct cell){.path = &o.paths[p],
+							.folio = &o.folios[f],
+							.size = o.sizes[s]};
 			run_pair(&o, pair, &done, nr);
 		}
 	ret = write_outputs(&o, cells, nr);

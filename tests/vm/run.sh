@@ -20,6 +20,7 @@ make_payload() {
 	done
 	cp "$build/bench/mreg-bench" "$payload/bin/"
 	cp "$here"/tests/* "$payload/tests/"
+	cp "$here/devices.sh" "$payload/bin/"
 }
 
 make_payload

@@ -1,0 +1,51 @@
+#!/bin/bash
+# The benchmark in the qemu guest (stock Debian 6.12 unless --kernel is
+# given): registration over io_uring, verbs (rxe), VFIO, iommufd, mreg.ko,
+# and fio O_DIRECT on null_blk. TCG timings are emulated: compare ratios
+# within one run, never absolute times.
+#   bench/guest.sh BUILD_DIR [--sizes 256m,1g] [--reps N] [--ko PATH]
+#                  [--label NAME] [mreg-vm run options...]
+set -euo pipefail
+
+build=$(cd "${1:?usage: bench/guest.sh BUILD_DIR [options]}" && pwd)
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+sizes=256m reps=9 ko="" label=stock vm_args=()
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--sizes) sizes=$2; shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
+	--ko) ko=$2; shift 2 ;;
+	--label) label=$2; shift 2 ;;
+	*) vm_args+=("$1"); shift ;;
+	esac
+done
+out=$build/guest-bench/$label
+payload=$out/payload
+
+make_payload() {
+	rm -rf "$payload"
+	mkdir -p "$payload/bin" "$payload/tests" "$payload/ko"
+	cp "$build/bench/mreg-bench" "$here/../tests/vm/devices.sh" "$payload/bin/"
+	cp "$here/guest/bench" "$payload/tests/"
+	[ -n "$ko" ] && cp "$ko" "$payload/ko/mreg.ko"
+	cat >"$payload/bin/bench.conf" <<CONF
+FOLIOS=4k,16k,64k,1m,2m-pte,2m-pmd
+FIO_FOLIOS=4k,16k,64k,1m
+SIZES=$sizes
+REPS=$reps
+FIO_RUNTIME=2
+CONF
+}
+
+# A 1 GB buffer needs room beside the guest's own memory.
+guest_mem() {
+	case "$sizes" in *g*) echo 4G ;; *) echo 2G ;; esac
+}
+
+make_payload
+"$here/../tests/guest/mreg-vm" run --payload "$payload" --no-builtin \
+	--tests bench --mem "$(guest_mem)" --out "$out/vm" "${vm_args[@]}"
+sed -n 's/^\[bench\] //p' "$out/vm/console.log" | sed '/^mreg\[/d'
+echo "results: $out/vm/results (registration/, fio/); TCG figures: compare ratios only"
