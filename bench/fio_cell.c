@@ -14,7 +14,7 @@
 
 #include "bench.h"
 
-#define FIO_DEPTH_ASYNC 16
+#define FIO_DEPTH_ASYNC	    16
 #define TERSE_READ_BW_FIELD 6 /* terse v3: read bandwidth, KiB/s */
 
 static const char *const pmd_pte_note =
@@ -67,8 +67,7 @@ static double run_fio_once(const struct bench_opts *o, const struct cell *c,
 	return gbps;
 }
 
-static const char *cannot_run(const struct bench_opts *o,
-			      const struct cell *c)
+static const char *cannot_run(const struct bench_opts *o, const struct cell *c)
 {
 	if (!o->fio_target)
 		return "no --fio-target given";
@@ -89,7 +88,8 @@ static uint64_t read_alloc_stat(uint64_t folio_size)
 
 	snprintf(path, sizeof(path),
 		 "/sys/kernel/mm/transparent_hugepage/hugepages-%" PRIu64
-		 "kB/stats/anon_fault_alloc", folio_size >> 10);
+		 "kB/stats/anon_fault_alloc",
+		 folio_size >> 10);
 	f = fopen(path, "re");
 	if (f) {
 		if (fscanf(f, "%llu", &v) != 1)

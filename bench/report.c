@@ -8,8 +8,8 @@
 
 #include "bench.h"
 
-static const char *const backing_names[] = { "anon", "shmem", "memfd",
-					     "hugetlb" };
+static const char *const backing_names[] = {"anon", "shmem", "memfd",
+					    "hugetlb"};
 
 void format_size(char *buf, size_t len, uint64_t bytes)
 {
@@ -100,8 +100,7 @@ static void table_hists(const struct bench_opts *o, const struct cell *cells,
 	(void)o;
 }
 
-void report_table(const struct bench_opts *o, const struct cell *cells,
-		  int nr)
+void report_table(const struct bench_opts *o, const struct cell *cells, int nr)
 {
 	struct utsname u;
 
@@ -117,13 +116,15 @@ void report_table(const struct bench_opts *o, const struct cell *cells,
 
 static void json_stats(FILE *f, const char *name, const struct stats *s)
 {
-	fprintf(f, "\"%s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f, "
-		   "\"p90\": %.6f}", name, s->median, s->min, s->max, s->p90);
+	fprintf(f,
+		"\"%s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f, "
+		"\"p90\": %.6f}",
+		name, s->median, s->min, s->max, s->p90);
 }
 
 static void json_hist(FILE *f, const struct mreg_folio_hist *h)
 {
-	static const char *const methods[] = { "none", "exact", "estimate" };
+	static const char *const methods[] = {"none", "exact", "estimate"};
 	int order, first = 1;
 
 	fprintf(f, "\"hist\": {\"method\": \"%s\", \"folios\": {",
@@ -135,8 +136,9 @@ static void json_hist(FILE *f, const struct mreg_folio_hist *h)
 			(uint64_t)h->page_size << order, h->folios[order]);
 		first = 0;
 	}
-	fprintf(f, "}, \"pmd_mapped_bytes\": %" PRIu64
-		   ", \"unbacked_bytes\": %" PRIu64 "}",
+	fprintf(f,
+		"}, \"pmd_mapped_bytes\": %" PRIu64
+		", \"unbacked_bytes\": %" PRIu64 "}",
 		h->pmd_mapped_bytes, h->unbacked_bytes);
 }
 
@@ -151,11 +153,12 @@ static void json_string(FILE *f, const char *s)
 
 static void json_cell(FILE *f, const struct cell *c)
 {
-	fprintf(f, "    {\"path\": \"%s\", \"folio\": \"%s\", \"folio_size\": "
-		   "%" PRIu64 ", \"size\": %" PRIu64 ", \"unit\": \"%s\", "
-		   "\"samples\": %d, \"verified\": %s, ",
-		c->path->name, c->folio->name, c->folio->size, c->size,
-		unit(c), c->nr, c->verified ? "true" : "false");
+	fprintf(f,
+		"    {\"path\": \"%s\", \"folio\": \"%s\", \"folio_size\": "
+		"%" PRIu64 ", \"size\": %" PRIu64 ", \"unit\": \"%s\", "
+		"\"samples\": %d, \"verified\": %s, ",
+		c->path->name, c->folio->name, c->folio->size, c->size, unit(c),
+		c->nr, c->verified ? "true" : "false");
 	json_stats(f, "value", &c->reg);
 	fprintf(f, ", ");
 	json_stats(f, "dereg_ms", &c->dereg);
@@ -176,9 +179,10 @@ int report_json(const char *path, const struct bench_opts *o,
 	if (!f)
 		return -1;
 	uname(&u);
-	fprintf(f, "{\n  \"kernel\": \"%s\", \"machine\": \"%s\", "
-		   "\"time\": %lld, \"backing\": \"%s\", \"reps\": %d, "
-		   "\"warmup\": %d,\n  \"cells\": [\n",
+	fprintf(f,
+		"{\n  \"kernel\": \"%s\", \"machine\": \"%s\", "
+		"\"time\": %lld, \"backing\": \"%s\", \"reps\": %d, "
+		"\"warmup\": %d,\n  \"cells\": [\n",
 		u.release, u.machine, (long long)time(NULL),
 		backing_names[o->backing], o->reps, o->warmup);
 	for (i = 0; i < nr; i++) {
@@ -203,8 +207,9 @@ int report_csv(const char *path, const struct cell *cells, int nr)
 		const struct cell *c = &cells[i];
 
 		mreg_folio_hist_format(&c->hist, hist, sizeof(hist));
-		fprintf(f, "%s,%s,%" PRIu64 ",%s,%d,%.6f,%.6f,%.6f,%.6f,%.6f,"
-			   "%d,\"%s\",\"%s\"\n",
+		fprintf(f,
+			"%s,%s,%" PRIu64 ",%s,%d,%.6f,%.6f,%.6f,%.6f,%.6f,"
+			"%d,\"%s\",\"%s\"\n",
 			c->path->name, c->folio->name, c->size, unit(c), c->nr,
 			c->reg.median, c->reg.min, c->reg.max, c->reg.p90,
 			c->dereg.median, c->verified, hist, c->note);

@@ -26,6 +26,6 @@ void stats_compute(double *samples, int nr, struct stats *out)
 	out->min = samples[0];
 	out->max = samples[nr - 1];
 	out->p90 = rank(samples, nr, 90);
-	out->median = nr % 2 ? samples[nr / 2] :
-			       (samples[nr / 2 - 1] + samples[nr / 2]) / 2;
+	out->median = nr % 2 ? samples[nr / 2]
+			     : (samples[nr / 2 - 1] + samples[nr / 2]) / 2;
 }

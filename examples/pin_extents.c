@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 		.folio_size = (argc > 1 ? strtoull(argv[1], NULL, 0) : 64)
 			      << 10,
 	};
-	struct mreg_domain_attr dattr = { .backend = MREG_BACKEND_KMOD };
+	struct mreg_domain_attr dattr = {.backend = MREG_BACKEND_KMOD};
 	struct mreg_domain *domain = NULL;
 	struct mreg_region *region;
 	struct mreg_buf *buf;

@@ -26,7 +26,7 @@ int main(int argc, char **argv)
 		.folio_size = (argc > 1 ? strtoull(argv[1], NULL, 0) : 64)
 			      << 10,
 	};
-	struct mreg_domain_attr dattr = { .backend = MREG_BACKEND_IO_URING };
+	struct mreg_domain_attr dattr = {.backend = MREG_BACKEND_IO_URING};
 	struct mreg_region *region;
 	struct mreg_domain *domain;
 	struct mreg_buf *buf;

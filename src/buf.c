@@ -23,7 +23,7 @@
 #define MAP_HUGE_SHIFT 26
 #endif
 
-#define BUF_FLAGS (MREG_BUF_ALLOW_FALLBACK | MREG_BUF_KEEP_POLICY)
+#define BUF_FLAGS     (MREG_BUF_ALLOW_FALLBACK | MREG_BUF_KEEP_POLICY)
 #define ATTR_MIN_SIZE offsetof(struct mreg_buf_attr, map_level) + 4
 
 struct mreg_buf {
@@ -51,7 +51,8 @@ static uint64_t page_size(void)
 static void hugetlb_path(char *buf, size_t len, uint64_t folio_size,
 			 const char *file)
 {
-	snprintf(buf, len, "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/%s",
+	snprintf(buf, len,
+		 "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/%s",
 		 folio_size >> 10, file);
 }
 
@@ -70,14 +71,15 @@ static int check_folio_size(const struct mreg_buf_attr *a)
 	char path[160];
 
 	if (!mreg_is_pow2(a->folio_size) || a->folio_size < page_size())
-		return mreg_fail(-EINVAL, "buf: folio_size %" PRIu64
+		return mreg_fail(-EINVAL,
+				 "buf: folio_size %" PRIu64
 				 " is not a power of two >= page size",
 				 a->folio_size);
 	if (a->folio_size == page_size())
-		return a->backing == MREG_BACKING_HUGETLB ?
-			       mreg_fail(-EINVAL, "buf: hugetlb needs a huge "
-						  "folio_size") :
-			       0;
+		return a->backing == MREG_BACKING_HUGETLB
+			       ? mreg_fail(-EINVAL, "buf: hugetlb needs a huge "
+						    "folio_size")
+			       : 0;
 	switch (a->backing) {
 	case MREG_BACKING_ANON:
 		if (thp_size_offered(a->folio_size, "enabled"))
@@ -97,7 +99,8 @@ static int check_folio_size(const struct mreg_buf_attr *a)
 			return 0;
 		break;
 	}
-	return mreg_fail(-EOPNOTSUPP, "buf: folio_size %" PRIu64
+	return mreg_fail(-EOPNOTSUPP,
+			 "buf: folio_size %" PRIu64
 			 " kB is not offered for backing %u by this kernel",
 			 a->folio_size >> 10, a->backing);
 }
@@ -122,13 +125,16 @@ static int check_attr(const struct mreg_buf_attr *a)
 				 a->map_level);
 	if (a->map_level == MREG_MAP_PMD && a->folio_size != pmd &&
 	    a->backing != MREG_BACKING_HUGETLB)
-		return mreg_fail(-EINVAL, "buf: map_level PMD needs a %" PRIu64
-				 " kB folio_size", pmd >> 10);
+		return mreg_fail(-EINVAL,
+				 "buf: map_level PMD needs a %" PRIu64
+				 " kB folio_size",
+				 pmd >> 10);
 	if (a->map_level == MREG_MAP_PTE && a->backing == MREG_BACKING_HUGETLB)
 		return mreg_fail(-EINVAL, "buf: hugetlb cannot be PTE-mapped");
 	if (a->length > SIZE_MAX - 2 * a->folio_size)
-		return mreg_fail(-EOVERFLOW, "buf: length %" PRIu64
-				 " overflows", a->length);
+		return mreg_fail(-EOVERFLOW,
+				 "buf: length %" PRIu64 " overflows",
+				 a->length);
 	return check_folio_size(a);
 }
 
@@ -152,7 +158,8 @@ static int hugetlb_raise(struct alloc_policy *pol, uint64_t folio_size,
 
 	hugetlb_path(pol->hugetlb_path, sizeof(pol->hugetlb_path), folio_size,
 		     "nr_hugepages");
-	hugetlb_path(free_path, sizeof(free_path), folio_size, "free_hugepages");
+	hugetlb_path(free_path, sizeof(free_path), folio_size,
+		     "free_hugepages");
 	ret = mreg_sysfs_read_u64(pol->hugetlb_path, &pol->hugetlb_nr);
 	if (!ret)
 		ret = mreg_sysfs_read_u64(free_path, &free_pages);
@@ -176,7 +183,8 @@ static int policy_apply(struct alloc_policy *pol, const struct mreg_buf_attr *a,
 	if ((a->flags & MREG_BUF_KEEP_POLICY) || geteuid())
 		return 0;
 	if (a->backing == MREG_BACKING_HUGETLB)
-		return hugetlb_raise(pol, a->folio_size, length / a->folio_size);
+		return hugetlb_raise(pol, a->folio_size,
+				     length / a->folio_size);
 	ret = mreg_thp_policy_save(&pol->thp);
 	if (ret)
 		return ret;
@@ -277,8 +285,8 @@ static int madv(struct mreg_buf *buf, int advice, const char *name)
 {
 	if (!madvise(buf->addr, buf->length, advice))
 		return 0;
-	return mreg_fail(-errno, "buf: %s on %zu bytes: %s", name,
-			 buf->length, strerror(errno));
+	return mreg_fail(-errno, "buf: %s on %zu bytes: %s", name, buf->length,
+			 strerror(errno));
 }
 
 static int populate(struct mreg_buf *buf)
@@ -286,9 +294,9 @@ static int populate(struct mreg_buf *buf)
 	int ret = 0;
 
 	if (buf->attr.backing != MREG_BACKING_HUGETLB)
-		ret = buf->attr.folio_size == page_size() ?
-			      madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE") :
-			      madv(buf, MADV_HUGEPAGE, "MADV_HUGEPAGE");
+		ret = buf->attr.folio_size == page_size()
+			      ? madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE")
+			      : madv(buf, MADV_HUGEPAGE, "MADV_HUGEPAGE");
 	if (!ret)
 		ret = madv(buf, MADV_POPULATE_WRITE, "MADV_POPULATE_WRITE");
 	return ret;
@@ -310,8 +318,8 @@ static int split_pmd_mappings(struct mreg_buf *buf)
 	if (ret || buf->attr.backing != MREG_BACKING_ANON) {
 		if (!ret)
 			ret = madv(buf, MADV_DONTNEED, "MADV_DONTNEED");
-		return ret ? ret :
-			     madv(buf, MADV_POPULATE_WRITE,
+		return ret ? ret
+			   : madv(buf, MADV_POPULATE_WRITE,
 				  "MADV_POPULATE_WRITE");
 	}
 	for (off = 0; off < buf->length; off += pmd) {
@@ -327,14 +335,14 @@ static int split_pmd_mappings(struct mreg_buf *buf)
 /* The per-size counter that moves when this backing gets a folio. */
 static const char *alloc_stat(const struct mreg_buf_attr *a)
 {
-	return a->backing == MREG_BACKING_ANON ? "anon_fault_alloc" :
-						 "shmem_alloc";
+	return a->backing == MREG_BACKING_ANON ? "anon_fault_alloc"
+					       : "shmem_alloc";
 }
 
 /* Policy in, fault in, policy out: the narrowed policy never outlives us. */
 static int fill(struct mreg_buf *buf, uint64_t *alloc_before)
 {
-	struct alloc_policy pol = { 0 };
+	struct alloc_policy pol = {0};
 	int ret;
 
 	ret = policy_apply(&pol, &buf->attr, buf->length);
@@ -366,23 +374,24 @@ static int verify(struct mreg_buf *buf, uint64_t alloc_before)
 					   &buf->hist);
 	if (ret)
 		return ret;
-	buf->verified = mreg_hist_matches(&buf->hist, buf->attr.folio_size,
-					  effective_level(&buf->attr),
-					  buf->length);
+	buf->verified =
+		mreg_hist_matches(&buf->hist, buf->attr.folio_size,
+				  effective_level(&buf->attr), buf->length);
 	if (buf->verified)
 		return 0;
 	mreg_folio_hist_format(&buf->hist, text, sizeof(text));
 	if (buf->attr.flags & MREG_BUF_ALLOW_FALLBACK) {
-		mreg_log(MREG_LOG_WARN, "buf: wanted %" PRIu64 " kB folios, got %s",
+		mreg_log(MREG_LOG_WARN,
+			 "buf: wanted %" PRIu64 " kB folios, got %s",
 			 buf->attr.folio_size >> 10, text);
 		return 0;
 	}
-	return mreg_fail(-EAGAIN, "buf: wanted %" PRIu64 " kB %s folios, got %s",
-			 buf->attr.folio_size >> 10,
-			 effective_level(&buf->attr) == MREG_MAP_PMD ?
-				 "PMD-mapped" :
-				 "PTE-mapped",
-			 text);
+	return mreg_fail(
+		-EAGAIN, "buf: wanted %" PRIu64 " kB %s folios, got %s",
+		buf->attr.folio_size >> 10,
+		effective_level(&buf->attr) == MREG_MAP_PMD ? "PMD-mapped"
+							    : "PTE-mapped",
+		text);
 }
 
 MREG_EXPORT int mreg_buf_alloc(const struct mreg_buf_attr *attr,
@@ -402,8 +411,8 @@ MREG_EXPORT int mreg_buf_alloc(const struct mreg_buf_attr *attr,
 		return -ENOMEM;
 	buf->fd = -1;
 	memcpy(&buf->attr, attr, ATTR_MIN_SIZE);
-	buf->length = (attr->length + attr->folio_size - 1) &
-		      ~(attr->folio_size - 1);
+	buf->length =
+		(attr->length + attr->folio_size - 1) & ~(attr->folio_size - 1);
 	ret = fill(buf, &alloc_before);
 	if (!ret)
 		ret = verify(buf, alloc_before);
@@ -441,7 +450,8 @@ MREG_EXPORT int mreg_buf_fd(const struct mreg_buf *buf)
 	return buf->fd;
 }
 
-MREG_EXPORT const struct mreg_folio_hist *mreg_buf_hist(const struct mreg_buf *buf)
+MREG_EXPORT const struct mreg_folio_hist *
+mreg_buf_hist(const struct mreg_buf *buf)
 {
 	return &buf->hist;
 }

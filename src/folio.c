@@ -16,7 +16,7 @@
 #include "internal.h"
 #include "pagemap_compat.h"
 
-#define CHUNK 512
+#define CHUNK		512
 #define MAX_FOLIO_PAGES (1ul << (MREG_HIST_ORDERS - 1))
 
 struct folio_walk {
@@ -183,7 +183,7 @@ static int verify_exact(const void *addr, size_t len,
 			struct mreg_folio_hist *hist)
 {
 	uint64_t page = hist->page_size, start = (uintptr_t)addr;
-	struct folio_walk w = { .hist = hist };
+	struct folio_walk w = {.hist = hist};
 	int ret;
 
 	w.pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -216,8 +216,7 @@ MREG_EXPORT int mreg_verify_range(const void *addr, size_t len,
 	memset(hist, 0, sizeof(*hist));
 	hist->page_size = (uint32_t)page;
 	if (!len || (uintptr_t)addr % (uintptr_t)page)
-		return mreg_fail(-EINVAL, "verify: addr %p len %zu", addr,
-				 len);
+		return mreg_fail(-EINVAL, "verify: addr %p len %zu", addr, len);
 	return verify_exact(addr, len, hist);
 }
 

@@ -8,7 +8,7 @@
 
 #include "mreg/mreg.h"
 
-#define MREG_EXPORT __attribute__((visibility("default")))
+#define MREG_EXPORT	  __attribute__((visibility("default")))
 #define MREG_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 #define THP_SYSFS "/sys/kernel/mm/transparent_hugepage"

@@ -30,7 +30,7 @@ static int insert_at(struct mreg_iova *a, int i, uint64_t start, uint64_t last)
 		return -ENOMEM;
 	memmove(&a->free[i + 1], &a->free[i],
 		(size_t)(a->nr - i) * sizeof(a->free[0]));
-	a->free[i] = (struct mreg_iova_range){ start, last };
+	a->free[i] = (struct mreg_iova_range){start, last};
 	a->nr++;
 	return 0;
 }

@@ -13,7 +13,7 @@
 #define DOMAIN_MASK                                               \
 	(MREG_DOMAIN_ATTR_DEVICE | MREG_DOMAIN_ATTR_MAX_REGIONS | \
 	 MREG_DOMAIN_ATTR_ACCESS)
-#define ACCESS_MASK                                         \
+#define ACCESS_MASK                                          \
 	(MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_READ | \
 	 MREG_ACCESS_REMOTE_WRITE)
 #define DEFAULT_MAX_REGIONS 64
@@ -24,8 +24,7 @@ static const struct mreg_backend_ops *const backends[] = {
 	&mreg_verbs_ops,
 #endif
 #ifdef MREG_HAVE_VFIO
-	&mreg_vfio_ops,
-	&mreg_iommufd_ops,
+	&mreg_vfio_ops,	    &mreg_iommufd_ops,
 #endif
 #ifdef MREG_HAVE_KMOD
 	&mreg_kmod_ops,
@@ -36,9 +35,12 @@ static const struct mreg_backend_ops *const backends[] = {
 };
 
 static const char *const backend_names[] = {
-	[MREG_BACKEND_IO_URING] = "io_uring", [MREG_BACKEND_VERBS] = "verbs",
-	[MREG_BACKEND_VFIO] = "vfio",	      [MREG_BACKEND_IOMMUFD] = "iommufd",
-	[MREG_BACKEND_KMOD] = "kmod",	      [MREG_BACKEND_DPDK] = "dpdk",
+	[MREG_BACKEND_IO_URING] = "io_uring",
+	[MREG_BACKEND_VERBS] = "verbs",
+	[MREG_BACKEND_VFIO] = "vfio",
+	[MREG_BACKEND_IOMMUFD] = "iommufd",
+	[MREG_BACKEND_KMOD] = "kmod",
+	[MREG_BACKEND_DPDK] = "dpdk",
 };
 
 static const struct mreg_backend_ops *find_backend(int type)
@@ -112,12 +114,12 @@ MREG_EXPORT int mreg_domain_open(const struct mreg_domain_attr *attr,
 	if (!d)
 		return -ENOMEM;
 	d->ops = ops;
-	d->max_regions = attr->comp_mask & MREG_DOMAIN_ATTR_MAX_REGIONS ?
-				 attr->max_regions :
-				 DEFAULT_MAX_REGIONS;
-	d->access = attr->comp_mask & MREG_DOMAIN_ATTR_ACCESS ?
-			    attr->access :
-			    MREG_ACCESS_LOCAL_WRITE;
+	d->max_regions = attr->comp_mask & MREG_DOMAIN_ATTR_MAX_REGIONS
+				 ? attr->max_regions
+				 : DEFAULT_MAX_REGIONS;
+	d->access = attr->comp_mask & MREG_DOMAIN_ATTR_ACCESS
+			    ? attr->access
+			    : MREG_ACCESS_LOCAL_WRITE;
 	ret = ops->domain_open(d, attr);
 	if (ret) {
 		free(d);
@@ -148,7 +150,8 @@ const char *mreg_reg_hint(int err)
 {
 	switch (err) {
 	case -EFAULT:
-		return " (addr..len not fully mapped, PROT_NONE, or VM_IO/PFNMAP)";
+		return " (addr..len not fully mapped, PROT_NONE, or "
+		       "VM_IO/PFNMAP)";
 	case -ENOMEM:
 		return " (len above RLIMIT_MEMLOCK without CAP_IPC_LOCK?)";
 	case -EPERM:
@@ -166,17 +169,25 @@ static int check_range(const struct mreg_domain *d, const void *addr,
 	if (!len)
 		return mreg_fail(-EINVAL, "register: len is zero");
 	if ((uintptr_t)addr > UINTPTR_MAX - len)
-		return mreg_fail(-EOVERFLOW, "register: addr %p + len %zu "
-				 "overflows", addr, len);
+		return mreg_fail(-EOVERFLOW,
+				 "register: addr %p + len %zu "
+				 "overflows",
+				 addr, len);
 	if ((uintptr_t)addr % page)
-		return mreg_fail(-EINVAL, "register: addr %p is not "
-				 "page-aligned", addr);
+		return mreg_fail(-EINVAL,
+				 "register: addr %p is not "
+				 "page-aligned",
+				 addr);
 	if (len % page)
-		return mreg_fail(-EINVAL, "register: len %zu is not a multiple "
-				 "of the page size", len);
+		return mreg_fail(-EINVAL,
+				 "register: len %zu is not a multiple "
+				 "of the page size",
+				 len);
 	if (d->nr_regions >= d->max_regions)
-		return mreg_fail(-ENOSPC, "register: domain holds max_regions "
-				 "(%u) regions", d->max_regions);
+		return mreg_fail(-ENOSPC,
+				 "register: domain holds max_regions "
+				 "(%u) regions",
+				 d->max_regions);
 	return 0;
 }
 
@@ -188,7 +199,7 @@ MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
 
 	if (!d || !out)
 		return mreg_fail(-EINVAL, "register: domain and out are "
-				 "required");
+					  "required");
 	ret = check_range(d, addr, len);
 	if (ret)
 		return ret;
@@ -230,7 +241,7 @@ MREG_EXPORT int mreg_region_query(const struct mreg_region *r,
 {
 	if (!r || !info)
 		return mreg_fail(-EINVAL, "query: region and info are "
-				 "required");
+					  "required");
 	*info = r->info;
 	return 0;
 }
@@ -240,9 +251,11 @@ MREG_EXPORT int mreg_region_extents(const struct mreg_region *r,
 {
 	if (!r || !nr || (*nr && !ext))
 		return mreg_fail(-EINVAL, "extents: region, nr and ext are "
-				 "required");
+					  "required");
 	if (!r->domain->ops->extents)
-		return mreg_fail(-EOPNOTSUPP, "extents: the %s backend does "
-				 "not report extents", r->domain->ops->name);
+		return mreg_fail(-EOPNOTSUPP,
+				 "extents: the %s backend does "
+				 "not report extents",
+				 r->domain->ops->name);
 	return r->domain->ops->extents(r, ext, nr);
 }

@@ -276,8 +276,8 @@ int mreg_thp_select_shmem(uint64_t folio_size)
 
 	/* The global knob governs memfd; the per-size ones shared anon. */
 	ret = mreg_sysfs_write(THP_SYSFS "/shmem_enabled",
-			       folio_size == mreg_pmd_size() ? "advise" :
-							       "never");
+			       folio_size == mreg_pmd_size() ? "advise"
+							     : "never");
 	if (ret)
 		return mreg_fail(ret, "thp policy: write shmem_enabled: %s",
 				 strerror(-ret));

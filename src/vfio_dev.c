@@ -24,8 +24,10 @@ int mreg_vfio_group_path(const char *device, char *path, size_t len)
 		 device);
 	n = readlink(link, target, sizeof(target) - 1);
 	if (n < 0)
-		return mreg_fail(-ENODEV, "vfio: device %s has no IOMMU group "
-				 "(%s)", device, strerror(errno));
+		return mreg_fail(-ENODEV,
+				 "vfio: device %s has no IOMMU group "
+				 "(%s)",
+				 device, strerror(errno));
 	target[n] = '\0';
 	snprintf(path, len, "/dev/vfio/%s", basename(target));
 	return 0;
@@ -41,13 +43,13 @@ int mreg_vfio_cdev_path(const char *bdf, char *path, size_t len)
 	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s/vfio-dev", bdf);
 	d = opendir(dir);
 	if (!d)
-		return mreg_fail(-ENODEV, "iommufd: %s has no VFIO cdev (not "
+		return mreg_fail(-ENODEV,
+				 "iommufd: %s has no VFIO cdev (not "
 				 "bound to vfio-pci, or no VFIO_DEVICE_CDEV)",
 				 bdf);
 	while ((de = readdir(d)))
 		if (!strncmp(de->d_name, "vfio", 4)) {
-			snprintf(path, len, "/dev/vfio/devices/%s",
-				 de->d_name);
+			snprintf(path, len, "/dev/vfio/devices/%s", de->d_name);
 			ret = 0;
 			break;
 		}

@@ -109,9 +109,9 @@ static int add_case(struct t_folio *c, uint64_t size, uint32_t backing,
 	c->backing = backing;
 	c->level = level;
 	snprintf(c->name, sizeof(c->name), "%" PRIu64 "k%s", size >> 10,
-		 level == MREG_MAP_PMD ? "-pmd" :
-		 level == MREG_MAP_PTE ? "-pte" :
-					 "");
+		 level == MREG_MAP_PMD	 ? "-pmd"
+		 : level == MREG_MAP_PTE ? "-pte"
+					 : "");
 	return 1;
 }
 

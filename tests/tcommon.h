@@ -16,12 +16,12 @@
 #define T_FAIL 1
 #define T_SKIP 77
 
-#define T_CHECK(cond, ...)                                              \
-	do {                                                            \
-		if (!(cond)) {                                          \
+#define T_CHECK(cond, ...)                                                \
+	do {                                                              \
+		if (!(cond)) {                                            \
 			t_report(__FILE__, __LINE__, #cond, __VA_ARGS__); \
-			return T_FAIL;                                  \
-		}                                                       \
+			return T_FAIL;                                    \
+		}                                                         \
 	} while (0)
 
 void t_report(const char *file, int line, const char *cond, const char *fmt,

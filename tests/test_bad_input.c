@@ -37,8 +37,10 @@ static int expect_fail(struct mreg_domain *d, const struct bad_case *c)
 	T_CHECK(ret == c->err, "%s: got %d (%s), want %d", c->what, ret,
 		strerror(-ret), c->err);
 	T_CHECK(!r, "%s: region handed out on failure", c->what);
-	T_CHECK(strstr(mreg_last_error(), c->msg), "%s: message '%s' does "
-		"not name '%s'", c->what, mreg_last_error(), c->msg);
+	T_CHECK(strstr(mreg_last_error(), c->msg),
+		"%s: message '%s' does "
+		"not name '%s'",
+		c->what, mreg_last_error(), c->msg);
 	T_CHECK(t_pins_balanced(&before), "%s: pins leaked", c->what);
 	printf("  %-26s -> %-10s \"%s\"\n", c->what, strerror(-ret),
 	       mreg_last_error());
@@ -65,13 +67,13 @@ static int range_cases(struct mreg_domain *d)
 	munmap(gone, 4 * PAGE);
 	munmap(rw + 8 * PAGE, PAGE); /* a hole halfway through */
 	const struct bad_case cases[] = {
-		{ "zero length", rw, 0, -EINVAL, "len" },
-		{ "overflowing length", rw, SIZE_MAX - 100, -EOVERFLOW, "len" },
-		{ "unaligned address", rw + 1, PAGE, -EINVAL, "addr" },
-		{ "unaligned length", rw, PAGE + 1, -EINVAL, "len" },
-		{ "unmapped range", gone, 4 * PAGE, -EFAULT, "addr" },
-		{ "PROT_NONE range", none, 4 * PAGE, -EFAULT, "addr" },
-		{ "hole inside the range", rw, 16 * PAGE, -EFAULT, "addr" },
+		{"zero length", rw, 0, -EINVAL, "len"},
+		{"overflowing length", rw, SIZE_MAX - 100, -EOVERFLOW, "len"},
+		{"unaligned address", rw + 1, PAGE, -EINVAL, "addr"},
+		{"unaligned length", rw, PAGE + 1, -EINVAL, "len"},
+		{"unmapped range", gone, 4 * PAGE, -EFAULT, "addr"},
+		{"PROT_NONE range", none, 4 * PAGE, -EFAULT, "addr"},
+		{"hole inside the range", rw, 16 * PAGE, -EFAULT, "addr"},
 	};
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !ret; i++)
 		ret = expect_fail(d, &cases[i]);
@@ -83,8 +85,8 @@ static int range_cases(struct mreg_domain *d)
 /* /dev/mem maps are VM_IO | VM_PFNMAP: there is no struct page to pin. */
 static int vm_io_case(struct mreg_domain *d)
 {
-	struct bad_case c = { "VM_IO|VM_PFNMAP (/dev/mem)", NULL, PAGE,
-			      -EFAULT, "addr" };
+	struct bad_case c = {"VM_IO|VM_PFNMAP (/dev/mem)", NULL, PAGE, -EFAULT,
+			     "addr"};
 	int fd = open("/dev/mem", O_RDONLY | O_CLOEXEC);
 	int ret;
 
@@ -101,15 +103,14 @@ static int vm_io_case(struct mreg_domain *d)
 
 static int attr_cases(void)
 {
-	struct mreg_domain_attr bad_mask = { .backend = MREG_BACKEND_IO_URING,
-					     .comp_mask = 1u << 31 };
-	struct mreg_domain_attr bad_backend = { .backend = 99 };
-	struct mreg_buf_attr bad_flags = { .size = sizeof(bad_flags),
-					   .flags = 1u << 30,
-					   .length = PAGE,
-					   .folio_size = PAGE };
-	struct mreg_buf_attr zero = { .size = sizeof(zero),
-				      .folio_size = PAGE };
+	struct mreg_domain_attr bad_mask = {.backend = MREG_BACKEND_IO_URING,
+					    .comp_mask = 1u << 31};
+	struct mreg_domain_attr bad_backend = {.backend = 99};
+	struct mreg_buf_attr bad_flags = {.size = sizeof(bad_flags),
+					  .flags = 1u << 30,
+					  .length = PAGE,
+					  .folio_size = PAGE};
+	struct mreg_buf_attr zero = {.size = sizeof(zero), .folio_size = PAGE};
 	struct mreg_domain *d;
 	struct mreg_buf *buf;
 
@@ -130,11 +131,10 @@ static int attr_cases(void)
 /* Unprivileged, over RLIMIT_MEMLOCK: -ENOMEM and nothing stays pinned. */
 static int memlock_child(void)
 {
-	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_IO_URING };
-	struct rlimit lim = { 1u << 20, 1u << 20 };
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_IO_URING};
+	struct rlimit lim = {1u << 20, 1u << 20};
 	size_t len = 8u << 20;
-	struct bad_case c = { "above RLIMIT_MEMLOCK", NULL, len, -ENOMEM,
-			      "len" };
+	struct bad_case c = {"above RLIMIT_MEMLOCK", NULL, len, -ENOMEM, "len"};
 	struct mreg_domain *d;
 
 	T_CHECK(!setrlimit(RLIMIT_MEMLOCK, &lim), "setrlimit");
@@ -162,7 +162,7 @@ static int memlock_case(void)
 
 int main(void)
 {
-	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_IO_URING };
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_IO_URING};
 	struct mreg_domain *d;
 	int ret;
 

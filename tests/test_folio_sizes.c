@@ -24,9 +24,9 @@ static int check_hist(const struct t_folio *c, struct mreg_buf *buf)
 	T_CHECK(mreg_buf_verified(buf), "%s not verified: %s", c->name, text);
 	T_CHECK(h->method == MREG_VERIFY_EXACT, "%s: method %u", c->name,
 		h->method);
-	T_CHECK(h->bytes[order] == len, "%s: %" PRIu64 " of %" PRIu64
-		" bytes in order-%u folios", c->name, h->bytes[order], len,
-		order);
+	T_CHECK(h->bytes[order] == len,
+		"%s: %" PRIu64 " of %" PRIu64 " bytes in order-%u folios",
+		c->name, h->bytes[order], len, order);
 	T_CHECK(h->folios[order] == len / c->size, "%s: %" PRIu64 " folios",
 		c->name, h->folios[order]);
 	T_CHECK(h->pmd_mapped_bytes == (c->level == MREG_MAP_PMD ? len : 0),
@@ -89,9 +89,9 @@ static int run_backing(uint32_t backing)
 
 static int run_hugetlb(void)
 {
-	struct t_folio c = { .size = t_pmd_size(),
-			     .backing = MREG_BACKING_HUGETLB,
-			     .level = MREG_MAP_PMD };
+	struct t_folio c = {.size = t_pmd_size(),
+			    .backing = MREG_BACKING_HUGETLB,
+			    .level = MREG_MAP_PMD};
 
 	snprintf(c.name, sizeof(c.name), "hugetlb-%" PRIu64 "k", c.size >> 10);
 	if (access("/sys/kernel/mm/hugepages", F_OK))

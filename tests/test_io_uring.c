@@ -18,7 +18,7 @@
 #include "tcommon.h"
 
 #define BUF_LEN (32u << 20)
-#define CHUNK (1u << 20)
+#define CHUNK	(1u << 20)
 
 static int make_pattern_file(void)
 {
@@ -80,15 +80,14 @@ static int check_io(struct mreg_domain *d, struct mreg_region *r, int fd,
 
 static int run_case(const struct t_folio *c, int fd)
 {
-	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_IO_URING };
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_IO_URING};
 	struct t_pins before, pinned;
 	struct mreg_region *r;
 	struct mreg_domain *d;
 	struct mreg_buf *buf;
 	int ret;
 
-	T_CHECK(!t_buf(c, BUF_LEN, &buf), "%s: %s", c->name,
-		mreg_last_error());
+	T_CHECK(!t_buf(c, BUF_LEN, &buf), "%s: %s", c->name, mreg_last_error());
 	T_CHECK(!mreg_domain_open(&attr, &d), "%s", mreg_last_error());
 	T_CHECK(!t_pins_read(&before), "no nr_foll_pin_* in /proc/vmstat");
 	T_CHECK(!mreg_region_register(d, mreg_buf_addr(buf), BUF_LEN, &r),
@@ -115,7 +114,8 @@ int main(void)
 	if (!mreg_backend_supported(MREG_BACKEND_IO_URING))
 		return t_skip("io_uring is not available (io_uring_disabled?)");
 	if (geteuid())
-		return t_skip("folio sizes are chosen through sysfs: needs root");
+		return t_skip(
+			"folio sizes are chosen through sysfs: needs root");
 	fd = make_pattern_file();
 	T_CHECK(fd >= 0, "pattern file: %s", strerror(-fd));
 	n = t_folio_cases(cases, 32, MREG_BACKING_ANON);

@@ -14,9 +14,9 @@
 
 static int map_balance(const struct t_folio *c, const char *bdf)
 {
-	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_IOMMUFD,
-					 .comp_mask = MREG_DOMAIN_ATTR_DEVICE,
-					 .device = bdf };
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_IOMMUFD,
+					.comp_mask = MREG_DOMAIN_ATTR_DEVICE,
+					.device = bdf};
 	struct t_pins before, mapped;
 	struct mreg_region *r;
 	struct mreg_domain *d;
@@ -52,7 +52,8 @@ int main(void)
 	if (t_vfio_device(bdf, sizeof(bdf)))
 		return t_skip("no device bound to vfio-pci");
 	if (geteuid())
-		return t_skip("folio sizes are chosen through sysfs: needs root");
+		return t_skip(
+			"folio sizes are chosen through sysfs: needs root");
 	n = t_folio_cases(cases, 32, MREG_BACKING_ANON);
 	for (i = 0; i < n && !ret; i++)
 		ret = map_balance(&cases[i], bdf);

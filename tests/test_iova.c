@@ -15,8 +15,8 @@
 
 static int check_alloc_free(void)
 {
-	const struct mreg_iova_range valid[] = { { 2 * MB, 64 * MB - 1 },
-						 { 128 * MB, 256 * MB - 1 } };
+	const struct mreg_iova_range valid[] = {{2 * MB, 64 * MB - 1},
+						{128 * MB, 256 * MB - 1}};
 	struct mreg_iova a;
 	uint64_t x, y, z;
 

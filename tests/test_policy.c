@@ -14,7 +14,7 @@
 
 #include "tcommon.h"
 
-#define THP "/sys/kernel/mm/transparent_hugepage"
+#define THP	 "/sys/kernel/mm/transparent_hugepage"
 #define SNAP_MAX 16384
 
 static void append_file(char *snap, size_t *used, const char *path)
@@ -28,14 +28,14 @@ static void append_file(char *snap, size_t *used, const char *path)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	*used += (size_t)snprintf(snap + *used, SNAP_MAX - *used, "%s=%s",
-				  path, buf);
+	*used += (size_t)snprintf(snap + *used, SNAP_MAX - *used, "%s=%s", path,
+				  buf);
 }
 
 /* Every policy file the allocator may touch, as one string. */
 static void snapshot(char *snap)
 {
-	const char *files[] = { "enabled", "shmem_enabled" };
+	const char *files[] = {"enabled", "shmem_enabled"};
 	struct dirent *de;
 	char path[512];
 	size_t used = 0;
@@ -83,8 +83,8 @@ static int alloc_every_case(void)
 /* In a child whose address space is nearly full, mmap fails mid-alloc. */
 static int alloc_fails_halfway(uint32_t backing, uint64_t folio)
 {
-	struct t_folio c = { .size = folio, .backing = backing };
-	struct rlimit as = { 64u << 20, 64u << 20 };
+	struct t_folio c = {.size = folio, .backing = backing};
+	struct rlimit as = {64u << 20, 64u << 20};
 	struct mreg_buf *buf;
 	int status, ret;
 	pid_t pid;

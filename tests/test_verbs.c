@@ -17,7 +17,7 @@
 #include "tcommon.h"
 
 #define LEN (8u << 20)
-#define ACCESS_ALL                                          \
+#define ACCESS_ALL                                           \
 	(MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_READ | \
 	 MREG_ACCESS_REMOTE_WRITE)
 
@@ -52,37 +52,42 @@ static int qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 /* Walk the QP to RTS, connected to itself. */
 static int qp_connect_self(struct loop_qp *l, struct ibv_context *ctx)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+				.port_num = 1,
+				.qp_access_flags = IBV_ACCESS_REMOTE_READ |
+						   IBV_ACCESS_REMOTE_WRITE};
 	int idx = roce_v2_gid(ctx, &a.ah_attr.grh.dgid);
 
 	T_CHECK(idx >= 0, "no RoCE v2 IPv4 GID on the device");
-	T_CHECK(!qp_modify(l->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	T_CHECK(!qp_modify(l->qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS),
 		"QP to INIT");
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR,
-				  .path_mtu = IBV_MTU_1024,
-				  .dest_qp_num = l->qp->qp_num,
-				  .max_dest_rd_atomic = 1,
-				  .min_rnr_timer = 12,
-				  .ah_attr = { .is_global = 1, .port_num = 1,
-					       .grh = { .dgid = a.ah_attr.grh.dgid,
-							.sgid_index = (uint8_t)idx,
-							.hop_limit = 64 } } };
-	T_CHECK(!qp_modify(l->qp, &a, IBV_QP_STATE | IBV_QP_AV |
-					      IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					      IBV_QP_RQ_PSN |
-					      IBV_QP_MAX_DEST_RD_ATOMIC |
-					      IBV_QP_MIN_RNR_TIMER),
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				 .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = l->qp->qp_num,
+				 .max_dest_rd_atomic = 1,
+				 .min_rnr_timer = 12,
+				 .ah_attr = {.is_global = 1,
+					     .port_num = 1,
+					     .grh = {.dgid = a.ah_attr.grh.dgid,
+						     .sgid_index = (uint8_t)idx,
+						     .hop_limit = 64}}};
+	T_CHECK(!qp_modify(l->qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER),
 		"QP to RTR");
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14,
-				  .retry_cnt = 7, .rnr_retry = 7,
-				  .max_rd_atomic = 1 };
-	T_CHECK(!qp_modify(l->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					      IBV_QP_RETRY_CNT |
-					      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					      IBV_QP_MAX_QP_RD_ATOMIC),
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .max_rd_atomic = 1};
+	T_CHECK(!qp_modify(l->qp, &a,
+			   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				   IBV_QP_MAX_QP_RD_ATOMIC),
 		"QP to RTS");
 	return T_PASS;
 }
@@ -91,8 +96,10 @@ static int loop_qp_create(struct loop_qp *l, struct ibv_pd *pd)
 {
 	struct ibv_qp_init_attr init = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
 	};
 
 	l->cq = ibv_create_cq(pd->context, 8, NULL, NULL, 0);
@@ -116,12 +123,14 @@ static int rdma_op(struct loop_qp *l, enum ibv_wr_opcode op,
 		   const struct mreg_region_info *local,
 		   const struct mreg_region_info *remote)
 {
-	struct ibv_sge sge = { .addr = local->addr, .length = LEN,
-			       .lkey = local->lkey };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = op,
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = { .remote_addr = remote->addr,
-					       .rkey = remote->rkey } };
+	struct ibv_sge sge = {
+		.addr = local->addr, .length = LEN, .lkey = local->lkey};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = remote->addr, .rkey = remote->rkey}};
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 	int n;
@@ -148,7 +157,7 @@ static int write_and_read(struct mreg_domain *d, struct mreg_buf *a,
 {
 	struct mreg_region_info ia, ib;
 	struct mreg_region *ra, *rb;
-	struct loop_qp l = { 0 };
+	struct loop_qp l = {0};
 	int ret;
 
 	T_CHECK(!mreg_region_register(d, mreg_buf_addr(a), LEN, &ra), "%s",
@@ -178,9 +187,9 @@ static int write_and_read(struct mreg_domain *d, struct mreg_buf *a,
 
 static int run_case(const struct t_folio *c)
 {
-	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_VERBS,
-					 .comp_mask = MREG_DOMAIN_ATTR_ACCESS,
-					 .access = ACCESS_ALL };
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_VERBS,
+					.comp_mask = MREG_DOMAIN_ATTR_ACCESS,
+					.access = ACCESS_ALL};
 	struct mreg_buf *a, *b;
 	struct mreg_domain *d;
 	struct t_pins before;
@@ -203,9 +212,9 @@ static int run_case(const struct t_folio *c)
 
 static int bad_access(void)
 {
-	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_VERBS,
-					 .comp_mask = MREG_DOMAIN_ATTR_ACCESS,
-					 .access = MREG_ACCESS_REMOTE_WRITE };
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_VERBS,
+					.comp_mask = MREG_DOMAIN_ATTR_ACCESS,
+					.access = MREG_ACCESS_REMOTE_WRITE};
 	struct mreg_region *r = NULL;
 	struct mreg_domain *d;
 	void *p = mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE,
@@ -240,7 +249,8 @@ int main(void)
 	if (!mreg_backend_supported(MREG_BACKEND_VERBS))
 		return t_skip("no RDMA device (load rdma_rxe and add rxe0)");
 	if (geteuid())
-		return t_skip("folio sizes are chosen through sysfs: needs root");
+		return t_skip(
+			"folio sizes are chosen through sysfs: needs root");
 	n = t_folio_cases(cases, 32, MREG_BACKING_ANON);
 	for (i = 0; i < n && !ret; i++)
 		ret = run_case(&cases[i]);

@@ -18,16 +18,16 @@
 #include "tcommon.h"
 #include "tvfio.h"
 
-#define LEN (32u << 20)
+#define LEN	    (32u << 20)
 #define LIMIT_PARAM "/sys/module/vfio_iommu_type1/parameters/dma_entry_limit"
 
 static char bdf[64];
 
 static int open_domain(struct mreg_domain **d)
 {
-	struct mreg_domain_attr attr = { .backend = MREG_BACKEND_VFIO,
-					 .comp_mask = MREG_DOMAIN_ATTR_DEVICE,
-					 .device = bdf };
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_VFIO,
+					.comp_mask = MREG_DOMAIN_ATTR_DEVICE,
+					.device = bdf};
 
 	return mreg_domain_open(&attr, d);
 }
@@ -102,7 +102,7 @@ static int refusals(struct mreg_buf *buf)
 /* Lower dma_entry_limit to 3 and map a 4th page-sized region. */
 static int entry_limit(struct mreg_buf *buf)
 {
-	struct mreg_region *r[4] = { 0 };
+	struct mreg_region *r[4] = {0};
 	char old[32] = "";
 	struct mreg_domain *d;
 	int fd, i, ret = 0;
@@ -113,9 +113,9 @@ static int entry_limit(struct mreg_buf *buf)
 	T_CHECK(pwrite(fd, "3", 1, 0) == 1, "set dma_entry_limit");
 	T_CHECK(!open_domain(&d), "%s", mreg_last_error());
 	for (i = 0; i < 4 && !ret; i++)
-		ret = mreg_region_register(d, (char *)mreg_buf_addr(buf) +
-						      (size_t)i * (8u << 20),
-					   4096, &r[i]);
+		ret = mreg_region_register(
+			d, (char *)mreg_buf_addr(buf) + (size_t)i * (8u << 20),
+			4096, &r[i]);
 	pwrite(fd, old, strlen(old), 0);
 	close(fd);
 	T_CHECK(ret == -ENOSPC && i == 4, "4th map: %d after %d", ret, i);
@@ -140,7 +140,8 @@ int main(void)
 		return t_skip("no /dev/vfio/vfio or no device bound to "
 			      "vfio-pci");
 	if (geteuid())
-		return t_skip("folio sizes are chosen through sysfs: needs root");
+		return t_skip(
+			"folio sizes are chosen through sysfs: needs root");
 	n = t_folio_cases(cases, 32, MREG_BACKING_ANON);
 	for (i = 0; i < n && !ret; i++)
 		ret = map_balance(&cases[i]);

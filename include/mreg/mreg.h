@@ -222,8 +222,8 @@ int mreg_region_query(const struct mreg_region *region,
 struct mreg_region_extent {
 	uint64_t offset; /* from the region's start */
 	uint64_t length;
-	uint64_t phys;	 /* 0 unless the caller has CAP_SYS_ADMIN */
-	uint32_t order;	 /* folio order holding the extent */
+	uint64_t phys;	/* 0 unless the caller has CAP_SYS_ADMIN */
+	uint32_t order; /* folio order holding the extent */
 	uint32_t reserved;
 };
 

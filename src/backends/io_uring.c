@@ -107,7 +107,7 @@ static int update_slot(struct uring_domain *u, uint32_t slot,
 static void clear_slots(struct uring_domain *u, uint32_t first, uint32_t nr,
 			uint64_t *ns)
 {
-	struct iovec empty = { 0 };
+	struct iovec empty = {0};
 	uint32_t i;
 
 	for (i = 0; i < nr; i++)
@@ -124,14 +124,16 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 
 	first = find_slots(d, nr);
 	if (first < 0)
-		return mreg_fail(first, "io_uring: no %u free buffer slots "
-				 "(max_regions %u)", nr, d->max_regions);
+		return mreg_fail(first,
+				 "io_uring: no %u free buffer slots "
+				 "(max_regions %u)",
+				 nr, d->max_regions);
 	for (done = 0; done < nr; done++, off += SLICE_MAX) {
 		struct iovec iov = {
 			.iov_base = (void *)(uintptr_t)(r->info.addr + off),
-			.iov_len = r->info.length - off < SLICE_MAX ?
-					   r->info.length - off :
-					   SLICE_MAX,
+			.iov_len = r->info.length - off < SLICE_MAX
+					   ? r->info.length - off
+					   : SLICE_MAX,
 		};
 
 		ret = update_slot(u, (uint32_t)first + done, &iov,
@@ -142,8 +144,10 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 	if (ret) {
 		/* Never leave half a region pinned. */
 		clear_slots(u, (uint32_t)first, done, &unwind_ns);
-		return mreg_fail(ret, "io_uring: register addr 0x%llx len "
-				 "%llu: %s%s", (unsigned long long)r->info.addr,
+		return mreg_fail(ret,
+				 "io_uring: register addr 0x%llx len "
+				 "%llu: %s%s",
+				 (unsigned long long)r->info.addr,
 				 (unsigned long long)r->info.length,
 				 strerror(-ret), mreg_reg_hint(ret));
 	}

@@ -30,7 +30,7 @@ static int iommufd_supported(void)
 
 static int alloc_ioas(struct iommufd_domain *f)
 {
-	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+	struct iommu_ioas_alloc alloc = {.size = sizeof(alloc)};
 
 	f->iommufd = open("/dev/iommu", O_RDWR | O_CLOEXEC);
 	if (f->iommufd < 0)
@@ -45,8 +45,8 @@ static int alloc_ioas(struct iommufd_domain *f)
 
 static int attach_device(struct iommufd_domain *f, const char *bdf)
 {
-	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind),
-						 .iommufd = f->iommufd };
+	struct vfio_device_bind_iommufd bind = {.argsz = sizeof(bind),
+						.iommufd = f->iommufd};
 	struct vfio_device_attach_iommufd_pt attach = {
 		.argsz = sizeof(attach),
 		.pt_id = f->ioas_id,
@@ -86,7 +86,7 @@ static int iommufd_domain_open(struct mreg_domain *d,
 
 	if (!(attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE) || !attr->device)
 		return mreg_fail(-EINVAL, "iommufd: device (PCI address of a "
-				 "vfio-pci device) is required");
+					  "vfio-pci device) is required");
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -136,8 +136,10 @@ static int iommufd_reg(struct mreg_domain *d, struct mreg_region *r)
 	ret = ioctl(f->iommufd, IOMMU_IOAS_MAP, &map) ? -errno : 0;
 	r->info.reg_ns = mreg_now_ns() - t0;
 	if (ret)
-		return mreg_fail(ret, "iommufd: IOAS_MAP addr 0x%llx len %llu: "
-				 "%s%s", (unsigned long long)r->info.addr,
+		return mreg_fail(ret,
+				 "iommufd: IOAS_MAP addr 0x%llx len %llu: "
+				 "%s%s",
+				 (unsigned long long)r->info.addr,
 				 (unsigned long long)r->info.length,
 				 strerror(-ret), mreg_reg_hint(ret));
 	r->info.iova = map.iova;

@@ -27,10 +27,10 @@ static int kmod_supported(void)
 static int kmod_domain_open(struct mreg_domain *d,
 			    const struct mreg_domain_attr *attr)
 {
-	const char *path = attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE &&
-					   attr->device ?
-				   attr->device :
-				   "/dev/mreg";
+	const char *path =
+		attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE && attr->device
+			? attr->device
+			: "/dev/mreg";
 	struct kmod_domain *k = calloc(1, sizeof(*k));
 
 	if (!k)
@@ -38,8 +38,10 @@ static int kmod_domain_open(struct mreg_domain *d,
 	k->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (k->fd < 0) {
 		free(k);
-		return mreg_fail(-errno, "kmod: open %s: %s (is mreg.ko "
-				 "loaded?)", path, strerror(errno));
+		return mreg_fail(-errno,
+				 "kmod: open %s: %s (is mreg.ko "
+				 "loaded?)",
+				 path, strerror(errno));
 	}
 	d->priv = k;
 	d->native = &k->fd;
@@ -84,16 +86,16 @@ static int kmod_dereg(struct mreg_domain *d, struct mreg_region *r,
 		      uint64_t *ns)
 {
 	struct kmod_domain *k = d->priv;
-	struct mreg_unpin unpin = { .size = sizeof(unpin),
-				    .handle = r->info.index };
+	struct mreg_unpin unpin = {.size = sizeof(unpin),
+				   .handle = r->info.index};
 	uint64_t t0 = mreg_now_ns();
 	int ret;
 
 	ret = ioctl(k->fd, MREG_IOC_UNPIN, &unpin) ? -errno : 0;
 	*ns = mreg_now_ns() - t0;
 	if (ret)
-		return mreg_fail(ret, "kmod: UNPIN handle %u: %s",
-				 unpin.handle, strerror(-ret));
+		return mreg_fail(ret, "kmod: UNPIN handle %u: %s", unpin.handle,
+				 strerror(-ret));
 	return 0;
 }
 
@@ -102,9 +104,11 @@ static int kmod_extents(const struct mreg_region *r,
 {
 	const struct kmod_domain *k = r->domain->priv;
 	struct mreg_extent *raw = calloc(*nr ? *nr : 1, sizeof(*raw));
-	struct mreg_query q = { .size = sizeof(q), .handle = r->info.index,
-				.extents = (uintptr_t)raw, .nr_extents = *nr,
-				.extent_size = sizeof(*raw) };
+	struct mreg_query q = {.size = sizeof(q),
+			       .handle = r->info.index,
+			       .extents = (uintptr_t)raw,
+			       .nr_extents = *nr,
+			       .extent_size = sizeof(*raw)};
 	size_t i;
 	int ret;
 
@@ -113,9 +117,10 @@ static int kmod_extents(const struct mreg_region *r,
 	ret = ioctl(k->fd, MREG_IOC_QUERY, &q) ? -errno : 0;
 	*nr = q.nr_extents;
 	for (i = 0; !ret && i < q.nr_extents; i++)
-		ext[i] = (struct mreg_region_extent){
-			.offset = raw[i].offset, .length = raw[i].length,
-			.phys = raw[i].phys, .order = raw[i].order };
+		ext[i] = (struct mreg_region_extent){.offset = raw[i].offset,
+						     .length = raw[i].length,
+						     .phys = raw[i].phys,
+						     .order = raw[i].order};
 	free(raw);
 	if (ret && ret != -EMSGSIZE)
 		return mreg_fail(ret, "kmod: QUERY handle %u: %s",

@@ -46,9 +46,8 @@ static struct ibv_context *open_named(const char *name)
 static int verbs_domain_open(struct mreg_domain *d,
 			     const struct mreg_domain_attr *attr)
 {
-	const char *name = attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE ?
-				   attr->device :
-				   NULL;
+	const char *name =
+		attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE ? attr->device : NULL;
 	struct verbs_domain *v = calloc(1, sizeof(*v));
 
 	if (!v)
@@ -101,12 +100,13 @@ static int verbs_reg(struct mreg_domain *d, struct mreg_region *r)
 
 	errno = 0;
 	t0 = mreg_now_ns();
-	mr = ibv_reg_mr(v->pd, (void *)(uintptr_t)r->info.addr,
-			r->info.length, ibv_access(d->access));
+	mr = ibv_reg_mr(v->pd, (void *)(uintptr_t)r->info.addr, r->info.length,
+			ibv_access(d->access));
 	r->info.reg_ns = mreg_now_ns() - t0;
 	if (!mr) {
 		err = errno ? -errno : -EINVAL;
-		return mreg_fail(err, "verbs: ibv_reg_mr addr 0x%llx len %llu "
+		return mreg_fail(err,
+				 "verbs: ibv_reg_mr addr 0x%llx len %llu "
 				 "access 0x%x: %s%s",
 				 (unsigned long long)r->info.addr,
 				 (unsigned long long)r->info.length, d->access,

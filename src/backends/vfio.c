@@ -89,13 +89,13 @@ static int init_iova(struct vfio_domain *v)
 	ranges = calloc(cap->nr_iovas, sizeof(*ranges));
 	for (i = 0; ranges && i < cap->nr_iovas; i++) {
 		/* Keep IOVA 0 out: a zero DMA address looks like a bug. */
-		ranges[i].start = cap->iova_ranges[i].start ?
-					  cap->iova_ranges[i].start :
-					  HUGE_ALIGN;
+		ranges[i].start = cap->iova_ranges[i].start
+					  ? cap->iova_ranges[i].start
+					  : HUGE_ALIGN;
 		ranges[i].last = cap->iova_ranges[i].end;
 	}
-	ret = ranges ? mreg_iova_init(&v->iova, ranges, (int)cap->nr_iovas) :
-		       -ENOMEM;
+	ret = ranges ? mreg_iova_init(&v->iova, ranges, (int)cap->nr_iovas)
+		     : -ENOMEM;
 	free(ranges);
 	free(info);
 	return ret;
@@ -117,7 +117,7 @@ static int dma_avail(int container, uint32_t *avail)
 
 static int open_group(struct vfio_domain *v, const char *device)
 {
-	struct vfio_group_status status = { .argsz = sizeof(status) };
+	struct vfio_group_status status = {.argsz = sizeof(status)};
 	char path[64];
 	int ret;
 
@@ -130,7 +130,8 @@ static int open_group(struct vfio_domain *v, const char *device)
 				 strerror(errno));
 	if (ioctl(v->group, VFIO_GROUP_GET_STATUS, &status) ||
 	    !(status.flags & VFIO_GROUP_FLAGS_VIABLE))
-		return mreg_fail(-EBUSY, "vfio: group %s is not viable (every "
+		return mreg_fail(-EBUSY,
+				 "vfio: group %s is not viable (every "
 				 "device in it must be bound to vfio-pci)",
 				 path);
 	return 0;
@@ -187,7 +188,7 @@ static int vfio_domain_open(struct mreg_domain *d,
 
 	if (!(attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE) || !attr->device)
 		return mreg_fail(-EINVAL, "vfio: device (PCI address or "
-				 "/dev/vfio/N) is required");
+					  "/dev/vfio/N) is required");
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -221,9 +222,11 @@ static int map_failed(struct vfio_domain *v, struct mreg_region *r, int err)
 	uint32_t avail = 0;
 
 	if (err == -ENOSPC && !dma_avail(v->container, &avail))
-		return mreg_fail(err, "vfio: MAP_DMA: dma_entry_limit reached "
+		return mreg_fail(err,
+				 "vfio: MAP_DMA: dma_entry_limit reached "
 				 "(%u mappings left); raise vfio_iommu_type1 "
-				 "dma_entry_limit or map larger regions", avail);
+				 "dma_entry_limit or map larger regions",
+				 avail);
 	return mreg_fail(err, "vfio: MAP_DMA addr 0x%llx len %llu: %s%s",
 			 (unsigned long long)r->info.addr,
 			 (unsigned long long)r->info.length, strerror(-err),
