@@ -85,7 +85,7 @@ bool t_pins_balanced(const struct t_pins *before)
 	struct t_pins now;
 	int tries;
 
-	for (tries = 0; tries < 100; tries++) {
+	for (tries = 0; tries < 200; tries++) {
 		if (t_pins_read(&now))
 			return false;
 		/* Others (9p writes of our own output) may hold pins across
@@ -93,7 +93,7 @@ bool t_pins_balanced(const struct t_pins *before)
 		if (now.acquired - before->acquired <=
 		    now.released - before->released)
 			return true;
-		usleep(20000);
+		usleep(50000);
 	}
 	fprintf(stderr,
 		"%s: pins: acquired +%" PRIu64 ", released +%" PRIu64 "\n",
