@@ -134,6 +134,15 @@ static void memfd_size(int fd, int s)
 	close(mfd);
 }
 
+static unsigned int order_of(unsigned int kb)
+{
+	unsigned int o = 0;
+
+	while ((4u << o) < kb)
+		o++;
+	return o;
+}
+
 static void print_table(void)
 {
 	size_t m;
@@ -153,12 +162,14 @@ static void print_table(void)
 			if (c->err)
 				printf(" | %27s", strerror(-c->err));
 			else
-				printf(" | %9.2f %7.2f %9llu", c->get_ns / 1e6,
+				printf(" | %9.2f %7.2f %8llu%c", c->get_ns / 1e6,
 				       c->put_ns / 1e6,
-				       (unsigned long long)c->nr_folios);
+				       (unsigned long long)c->nr_folios,
+				       c->hist[order_of(sizes_kb[s])] ? ' ' : '*');
 		}
 		printf("\n");
 	}
+	printf("* no folio of that size: the kernel did not allocate it (6.12 gives memfds no mTHP)\n");
 }
 
 static void json_cell(FILE *f, size_t m, int s, int first)

@@ -80,9 +80,17 @@ static void check_range(int fd, const char *what, const void *buf,
 
 	mt_folio_census(buf, LEN, kpf, &nfolios);
 	mt_print_hist(what, kpf);
-	if (!kpf[want_order])
+	/*
+	 * Anonymous memory must get the size asked for.  shmem files (memfd)
+	 * get mTHP only from 6.13 on (6.12 limits it to anonymous shmem), so
+	 * there the census is still compared but the size is only reported.
+	 */
+	if (!kpf[want_order] && memfd < 0)
 		mt_skip("%s: the kernel gave no order-%u folios", what,
 			want_order);
+	if (!kpf[want_order])
+		printf("note: %s: this kernel gave no order-%u folios\n", what,
+		       want_order);
 	MT_EXPECT_ERR(mt_pin(fd, addr, LEN, flags, memfd >= 0 ? memfd : 0,
 			     &pin), 0, "PIN");
 	MT_CHECK(pin.out_nr_folios == nfolios, "%s: PIN counted %llu folios, kpageflags %llu",
