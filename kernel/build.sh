@@ -251,7 +251,7 @@ run_guest() {
 	[[ -f $obj/bzImage ]] || die "no $obj/bzImage: run kernel/build.sh $v"
 	mkdir -p /tmp/mreg "$OUT/results"
 	rm -rf "$OUT/results/$v"
-	flock /tmp/mreg/qemu.lock "$vm" run --kernel "$obj/bzImage" \
+	"$vm" run --kernel "$obj/bzImage" \
 		--modules "$(ls -d "$obj"/modules/lib/modules/* | head -1)" \
 		--payload "$OUT/payload" --tests "$tests" --no-builtin \
 		--mem "${GUEST_MEM:-3G}" --timeout "${GUEST_TIMEOUT:-3000}" \
