@@ -27,7 +27,8 @@ payload=$out/payload
 make_payload() {
 	rm -rf "$payload"
 	mkdir -p "$payload/bin" "$payload/tests" "$payload/ko"
-	cp "$build/bench/mreg-bench" "$here/../tests/vm/devices.sh" "$payload/bin/"
+	cp "$build/bench/mreg-bench" "$build/libmreg.so.0" \
+		"$here/../tests/vm/devices.sh" "$payload/bin/"
 	cp "$here/guest/bench" "$payload/tests/"
 	[ -n "$ko" ] && cp "$ko" "$payload/ko/mreg.ko"
 	cat >"$payload/bin/bench.conf" <<CONF

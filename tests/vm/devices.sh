@@ -1,6 +1,10 @@
 # Device bring-up shared by mreg's guest tests and the guest bench
 # (sourced after /mreg/lib.sh; busybox sh).
 
+# libmreg.so travels in the payload's bin/: the build tree's own path,
+# which the binaries' RUNPATH names, may sit under a guest mount (/tmp).
+export LD_LIBRARY_PATH=/mreg/bin
+
 # An RDMA device: soft-RoCE on lo unless one exists. Prints its name and
 # sets MREG_RXE_ADDED when it made one, for rxe_down.
 rxe_up() {
