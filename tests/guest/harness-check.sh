@@ -48,6 +48,10 @@ boot() {
 	shift 2
 	"$vm" run --no-builtin --payload "$work/payload" --out "$work/$name" "$@" \
 		>"$work/$name.log" 2>&1 || rc=$?
+	if [ "$rc" = 77 ]; then
+		tail -1 "$work/$name.log"
+		exit 77
+	fi
 	check "$name: mreg-vm exits $want (got $rc)" test "$rc" = "$want"
 }
 

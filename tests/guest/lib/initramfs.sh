@@ -234,6 +234,7 @@ overlay_config() {
 	{
 		echo "MREG_TESTS='${RUN_TESTS:-}'"
 		echo "MREG_TEST_TIMEOUT='$RUN_TEST_TIMEOUT'"
+		echo "MREG_SHELL='${RUN_SHELL:-}'"
 	} >"$root/mreg/config"
 }
 

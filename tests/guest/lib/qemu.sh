@@ -13,7 +13,7 @@ run_usage_die() { usage >&2 && exit 2; }
 run_defaults() {
 	RUN_KERNEL='' RUN_MODULES='' RUN_PAYLOAD='' RUN_TESTS='' RUN_OUT=''
 	RUN_MEM=2G RUN_SMP=2 RUN_TIMEOUT=900 RUN_TEST_TIMEOUT=300
-	RUN_APPEND='' RUN_BUILTIN=1
+	RUN_APPEND='' RUN_BUILTIN=1 RUN_SHELL=''
 }
 
 run_parse_args() {
@@ -32,6 +32,7 @@ run_parse_args() {
 		--append) RUN_APPEND=$2 ;;
 		--builtin) RUN_BUILTIN=1 && shift && continue ;;
 		--no-builtin) RUN_BUILTIN='' && shift && continue ;;
+		--shell) RUN_SHELL=1 && shift && continue ;;
 		*) run_usage_die ;;
 		esac
 		[ $# -ge 2 ] || run_usage_die
@@ -98,9 +99,14 @@ qemu_argv() {
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04
 		-fsdev "local,id=results,path=$results,security_model=none"
 		-device virtio-9p-pci,fsdev=results,mount_tag=mreg-results
-		-display none -monitor none -serial stdio -no-reboot
+		-display none -no-reboot
 		-kernel "$RUN_KERNEL" -initrd "$initrd" -append "$(qemu_cmdline)"
 	)
+	if [ -n "$RUN_SHELL" ]; then
+		QEMU_ARGV+=(-serial mon:stdio) # Ctrl-A X quits, Ctrl-A C: monitor
+	else
+		QEMU_ARGV+=(-serial stdio -monitor none)
+	fi
 }
 
 # Take the global qemu lock, reporting when another guest holds it.  The
@@ -139,9 +145,21 @@ qemu_boot() {
 	qemu_lock
 	log "booting $(basename "$RUN_KERNEL") (timeout ${RUN_TIMEOUT}s, log $console)"
 	start=$(date +%s)
-	timeout --kill-after=10 "$RUN_TIMEOUT" "${QEMU_ARGV[@]}" </dev/null 2>&1 |
-		tee "$console" >&2 || QEMU_RC=${PIPESTATUS[0]}
+	if [ -n "$RUN_SHELL" ]; then
+		qemu_interactive
+	else
+		timeout --kill-after=10 "$RUN_TIMEOUT" "${QEMU_ARGV[@]}" </dev/null 2>&1 |
+			tee "$console" >&2 || QEMU_RC=${PIPESTATUS[0]}
+	fi
 	QEMU_SECS=$(($(date +%s) - start))
+}
+
+# --shell: the terminal is the guest console, with no time limit and no
+# log copy (tee would take the terminal out of raw mode for qemu).
+qemu_interactive() {
+	log "shell after the tests; exit it (or Ctrl-A X) to stop the guest"
+	"${QEMU_ARGV[@]}" || QEMU_RC=$?
+	: >"$RUN_OUT/console.log"
 }
 
 run_default_out() {
