@@ -261,8 +261,8 @@ run_guest() {
 # Stock, then patched, same payload and matrix, one after the other.
 cmd_bench() {
 	cmd_selftests
-	run_guest stock kbench
-	run_guest patched kbench
+	run_guest stock "${BENCH_TESTS:-kbench kselftests}"
+	run_guest patched "${BENCH_TESTS:-kbench kselftests}"
 	python3 "$KDIR/bench/ratio.py" "$OUT/results/stock" \
 		"$OUT/results/patched"
 }
