@@ -19,13 +19,23 @@ struct folio_spec {
 	uint32_t level; /* enum mreg_map_level */
 };
 
-/* One row kind: a registration backend or an fio job. */
+enum path_kind {
+	PATH_REGISTER, /* mreg_region_register() on a backend */
+	PATH_FIO,      /* fio O_DIRECT reads */
+	PATH_KBENCH,   /* mreg.ko's MREG_IOC_BENCH: one GUP method */
+};
+
+/* One row kind: a registration backend, an fio job or a GUP method. */
 struct path_spec {
 	char name[32];
-	int backend;	 /* enum mreg_backend, or 0 for fio */
-	char engine[16]; /* fio: psync, io_uring */
-	char device[64]; /* "verbs@rxe0", "vfio@0000:00:03.0" */
-	uint64_t block;	 /* fio: bs */
+	enum path_kind kind;
+	int backend;	   /* PATH_REGISTER: enum mreg_backend */
+	uint32_t method;   /* PATH_KBENCH: enum mreg_bench_method */
+	uint32_t kflags;   /* PATH_KBENCH: enum mreg_bench_flags */
+	uint32_t per_call; /* PATH_KBENCH: pages per call, 0 = all */
+	char engine[16];   /* fio: psync, io_uring */
+	char device[64];   /* "verbs@rxe0", "vfio@0000:00:03.0" */
+	uint64_t block;	   /* fio: bs */
 };
 
 struct stats {
@@ -61,6 +71,11 @@ struct bench_opts {
 
 /* stats.c */
 void stats_compute(double *samples, int nr, struct stats *out);
+
+/* kbench_cell.c */
+int kbench_parse(const char *tok, struct path_spec *p);
+void kbench_cell_run(const struct bench_opts *o, struct cell *c,
+		     struct mreg_buf *buf);
 
 /* fio_cell.c */
 void fio_cell_run(const struct bench_opts *o, struct cell *c);

@@ -3,14 +3,16 @@
 # given): registration over io_uring, verbs (rxe), VFIO, iommufd, mreg.ko,
 # and fio O_DIRECT on null_blk. TCG timings are emulated: compare ratios
 # within one run, never absolute times.
-#   bench/guest.sh BUILD_DIR [--sizes 256m,1g] [--reps N] [--ko PATH]
+#   bench/guest.sh BUILD_DIR [--sizes 256m,1g] [--reps N] [--ko PATH|none]
 #                  [--label NAME] [mreg-vm run options...]
+# Without --ko, mreg.ko is built for the stock kernel (kmod/build.sh); pass
+# one built for another kernel with --ko, or --ko none to leave it out.
 set -euo pipefail
 
 build=$(cd "${1:?usage: bench/guest.sh BUILD_DIR [options]}" && pwd)
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-sizes=256m reps=9 ko="" label=stock vm_args=()
+sizes=256m reps=9 ko=auto label=stock vm_args=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -30,7 +32,7 @@ make_payload() {
 	cp "$build/bench/mreg-bench" "$build/libmreg.so.0" \
 		"$here/../tests/vm/devices.sh" "$payload/bin/"
 	cp "$here/guest/bench" "$payload/tests/"
-	[ -n "$ko" ] && cp "$ko" "$payload/ko/mreg.ko"
+	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"
 	cat >"$payload/bin/bench.conf" <<CONF
 FOLIOS=4k,16k,64k,1m,2m-pte,2m-pmd
 FIO_FOLIOS=4k,16k,64k,1m
@@ -45,6 +47,19 @@ guest_mem() {
 	case "$sizes" in *g*) echo 4G ;; *) echo 2G ;; esac
 }
 
+# The stock kernel's module, unless told otherwise; the bench runs
+# without it (and says so) if it cannot be built.
+stock_module() {
+	[ "$ko" = auto ] || return 0
+	ko=none
+	if "$here/../kmod/build.sh" build >&2; then
+		ko=$here/../kmod/mreg.ko
+	else
+		echo "bench/guest.sh: mreg.ko did not build: no kmod cells" >&2
+	fi
+}
+
+stock_module
 make_payload
 "$here/../tests/guest/mreg-vm" run --payload "$payload" --no-builtin \
 	--tests bench --mem "$(guest_mem)" --out "$out/vm" "${vm_args[@]}"

@@ -28,7 +28,11 @@ static void usage(void)
 		"  -p, --paths LIST    io_uring,verbs,vfio,iommufd,kmod (each "
 		"may\n"
 		"                      name a device: vfio@0000:00:03.0),\n"
-		"                      fio-psync,fio-io_uring[:BS] (default "
+		"                      fio-psync,fio-io_uring[:BS],\n"
+		"                      kbench-METHOD[:PAGES_PER_CALL] with "
+		"METHOD\n"
+		"                      gup_fast, pup_fast, pup, pup_longterm,\n"
+		"                      pup_remote, memfd (mreg.ko; default "
 		"io_uring)\n"
 		"  -r, --reps N        timed repetitions (default 15)\n"
 		"  -w, --warmup N      untimed repetitions first (default 2)\n"
@@ -92,7 +96,10 @@ static int parse_path(const char *tok, struct path_spec *p)
 		return (p->backend = mreg_backend_parse(p->name)) < 0 ? -EINVAL
 								      : 0;
 	}
+	if (!strncmp(tok, "kbench-", 7))
+		return kbench_parse(tok, p);
 	if (!strncmp(tok, "fio-", 4)) {
+		p->kind = PATH_FIO;
 		snprintf(p->engine, sizeof(p->engine), "%.*s",
 			 (int)(colon ? colon - tok - 4 : (long)strlen(tok) - 4),
 			 tok + 4);
@@ -296,7 +303,7 @@ static bool has_reg_paths(const struct bench_opts *o)
 	int p;
 
 	for (p = 0; p < o->nr_paths; p++)
-		if (o->paths[p].backend)
+		if (o->paths[p].kind != PATH_FIO)
 			return true;
 	return false;
 }
@@ -316,7 +323,7 @@ static void run_pair(const struct bench_opts *o, struct cell *cells, int *done,
 		struct cell *c = &cells[p];
 
 		progress(o, ++*done, total, c);
-		if (!c->path->backend) {
+		if (c->path->kind == PATH_FIO) {
 			fio_cell_run(o, c);
 			continue;
 		}
@@ -326,7 +333,10 @@ static void run_pair(const struct bench_opts *o, struct cell *cells, int *done,
 		}
 		c->hist = *mreg_buf_hist(buf);
 		c->verified = mreg_buf_verified(buf);
-		reg_cell_run(o, c, buf);
+		if (c->path->kind == PATH_KBENCH)
+			kbench_cell_run(o, c, buf);
+		else
+			reg_cell_run(o, c, buf);
 	}
 	mreg_buf_free(buf);
 }

@@ -23,7 +23,7 @@ void format_size(char *buf, size_t len, uint64_t bytes)
 
 static bool is_fio(const struct cell *c)
 {
-	return !c->path->backend;
+	return c->path->kind == PATH_FIO;
 }
 
 static const char *unit(const struct cell *c)
