@@ -12,12 +12,16 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mt.h"
 
 #define NSIZES 3
 #define MAXREPS 15
+/* Rows timed from userspace around MREG_IOC_PIN / MREG_IOC_UNPIN. */
+#define KB_PIN_ANON 100
+#define KB_PIN_MEMFD 101
 
 struct method {
 	uint32_t method;
@@ -32,7 +36,9 @@ static const struct method methods[] = {
 	{ MREG_BENCH_PUP, 0, "pin_user_pages" },
 	{ MREG_BENCH_PUP, MREG_BENCH_FLAG_LONGTERM, "pin_user_pages+LONGTERM" },
 	{ MREG_BENCH_PUP_REMOTE, 0, "pin_user_pages_remote" },
+	{ KB_PIN_ANON, 0, "MREG_IOC_PIN (anon)" },
 	{ MREG_BENCH_MEMFD_PIN_FOLIOS, 0, "memfd_pin_folios" },
+	{ KB_PIN_MEMFD, 0, "MREG_IOC_PIN (memfd)" },
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))
@@ -57,6 +63,73 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Untimed: the orders QUERY reports, one count per extent. */
+static void extent_hist(int fd, uint32_t handle, struct mreg_bench *b)
+{
+	struct mreg_extent *e;
+	uint64_t n, i;
+
+	e = mt_query(fd, handle, &n);
+	for (i = 0; i < n; i++)
+		b->order_hist[e[i].order < 32 ? e[i].order : 31]++;
+	free(e);
+}
+
+/* The pin service as the library uses it: PIN then UNPIN, wall time. */
+static int pin_once(int fd, const struct method *m, uint64_t addr, int mfd,
+		    struct mreg_bench *b)
+{
+	int memfd = m->method == KB_PIN_MEMFD;
+	struct mreg_pin p;
+	uint64_t t0 = now_ns();
+	int ret;
+
+	ret = mt_pin(fd, memfd ? 0 : addr, len, memfd ? MREG_PIN_FLAG_MEMFD : 0,
+		     memfd ? mfd : 0, &p);
+	if (ret)
+		return ret;
+	b->get_ns = now_ns() - t0;
+	extent_hist(fd, p.out_handle, b);
+	t0 = now_ns();
+	ret = mt_unpin(fd, p.out_handle);
+	b->put_ns = now_ns() - t0;
+	b->nr_pages = p.out_nr_pages;
+	b->nr_folios = p.out_nr_folios;
+	return ret;
+}
+
+static int bench_once(int fd, const struct method *m, uint64_t addr, int mfd,
+		      struct mreg_bench *b)
+{
+	memset(b, 0, sizeof(*b));
+	if (m->method == KB_PIN_ANON || m->method == KB_PIN_MEMFD)
+		return pin_once(fd, m, addr, mfd, b);
+	b->size = sizeof(*b);
+	b->method = m->method;
+	b->flags = m->flags | MREG_BENCH_FLAG_WRITE;
+	b->pages_per_call = ppc;
+	b->length = len;
+	if (m->method == MREG_BENCH_MEMFD_PIN_FOLIOS)
+		b->memfd = mfd;
+	else
+		b->addr = addr;
+	return mt_ioctl(fd, MREG_IOC_BENCH, b);
+}
+
+static int is_memfd(const struct method *m)
+{
+	return m->method == MREG_BENCH_MEMFD_PIN_FOLIOS ||
+	       m->method == KB_PIN_MEMFD;
+}
+
 static void run_cell(int fd, const struct method *m, uint64_t addr, int mfd,
 		     struct cell *c)
 {
@@ -65,17 +138,7 @@ static void run_cell(int fd, const struct method *m, uint64_t addr, int mfd,
 	unsigned int r;
 
 	for (r = 0; r < reps; r++) {
-		memset(&b, 0, sizeof(b));
-		b.size = sizeof(b);
-		b.method = m->method;
-		b.flags = m->flags | MREG_BENCH_FLAG_WRITE;
-		b.pages_per_call = ppc;
-		b.length = len;
-		if (m->method == MREG_BENCH_MEMFD_PIN_FOLIOS)
-			b.memfd = mfd;
-		else
-			b.addr = addr;
-		c->err = mt_ioctl(fd, MREG_IOC_BENCH, &b);
+		c->err = bench_once(fd, m, addr, mfd, &b);
 		if (c->err)
 			return;
 		get[r] = b.get_ns;
@@ -108,7 +171,7 @@ static void anon_size(int fd, int s)
 	buf = mt_map(len, MT_2M);
 	mt_fill(buf, len, s);
 	for (m = 0; m < NMETHODS; m++) {
-		if (methods[m].method == MREG_BENCH_MEMFD_PIN_FOLIOS)
+		if (is_memfd(&methods[m]))
 			continue;
 		cells[m][s].census = census(buf);
 		run_cell(fd, &methods[m], (uintptr_t)buf, 0, &cells[m][s]);
@@ -119,8 +182,9 @@ static void anon_size(int fd, int s)
 static void memfd_size(int fd, int s)
 {
 	int mfd = memfd_create("mreg-kbench", MFD_CLOEXEC);
-	struct cell *c = &cells[NMETHODS - 1][s];
+	uint64_t n;
 	char *buf;
+	size_t m;
 
 	mt_shmem_thp_only(sizes_kb[s] == 4 ? 0 : sizes_kb[s]);
 	if (mfd < 0 || ftruncate(mfd, len))
@@ -128,8 +192,13 @@ static void memfd_size(int fd, int s)
 	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	MT_CHECK(buf != MAP_FAILED, "mmap memfd");
 	mt_fill(buf, len, s);
-	c->census = census(buf);
-	run_cell(fd, &methods[NMETHODS - 1], 0, mfd, c);
+	n = census(buf);
+	for (m = 0; m < NMETHODS; m++) {
+		if (!is_memfd(&methods[m]))
+			continue;
+		cells[m][s].census = n;
+		run_cell(fd, &methods[m], 0, mfd, &cells[m][s]);
+	}
 	munmap(buf, len);
 	close(mfd);
 }
@@ -170,6 +239,7 @@ static void print_table(void)
 		printf("\n");
 	}
 	printf("* no folio of that size: the kernel did not allocate it (6.12 gives memfds no mTHP)\n");
+	printf("MREG_IOC_PIN rows: wall time of PIN / UNPIN from userspace, folios = out_nr_folios\n");
 }
 
 static void json_cell(FILE *f, size_t m, int s, int first)
