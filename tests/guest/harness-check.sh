@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Check the harness itself: a test that warns, times out, crashes the
-# kernel or hangs the guest must come back as a failure, a skip as a
+# Check the harness itself: a test that warns, leaks a pin, times out,
+# crashes the kernel or hangs the guest must come back as a failure, a skip as a
 # skip, and payload binaries, libraries and modules must arrive.  Three
 # boots, each with payload tests from harness-check/.
 set -euo pipefail
@@ -29,12 +29,12 @@ build_payload() {
 	rm -rf "$p" && mkdir -p "$p"/{bin,ko,tests} "$work/ko"
 	"$vm" deps && deps_ensure_uring
 	headers=$("$vm" kernel-stock | sed -n 's/^HEADERS=//p')
-	cp "$here/harness-check/mreg_hello.c" "$work/ko/"
-	echo 'obj-m := mreg_hello.o' >"$work/ko/Kbuild"
+	cp "$here"/harness-check/mreg_{hello,pinleak}.c "$work/ko/"
+	echo 'obj-m := mreg_hello.o mreg_pinleak.o' >"$work/ko/Kbuild"
 	make -s -C "$headers" M="$work/ko" modules >&2
-	cp "$work/ko/mreg_hello.ko" "$p/ko/"
+	cp "$work/ko"/mreg_{hello,pinleak}.ko "$p/ko/"
 	gcc -O2 -Wall -o "$p/bin/uring-probe" "$here/harness-check/uring-probe.c" -luring
-	cp "$here"/harness-check/{ok,warn,skipme,slow,panic,hang} "$p/tests/"
+	cp "$here"/harness-check/{ok,warn,skipme,slow,pinleak,panic,hang} "$p/tests/"
 }
 
 deps_ensure_uring() {
@@ -60,13 +60,14 @@ console_has() { grep -q "$2" "$work/$1/console.log"; }
 log_has() { grep -q "$2" "$work/$1.log"; }
 
 check_verdicts() {
-	boot verdicts 1 --tests "ok warn skipme slow" --test-timeout 15
+	boot verdicts 1 --tests "ok warn skipme slow pinleak" --test-timeout 15
 	check "payload bin, libs and ko work" result_is verdicts ok PASS
 	check "ok.json came back over 9p" test -s "$work/verdicts/results/ok/ok.json"
 	check "WARNING in dmesg fails a test that exits 0" result_is verdicts warn FAIL
 	check "exit 77 is a skip" result_is verdicts skipme SKIP
 	check "per-test timeout fails the test" result_is verdicts slow FAIL
-	check "summary.json written" grep -q '"failed": 2' "$work/verdicts/results/summary.json"
+	check "a leaked FOLL_PIN fails the test" result_is verdicts pinleak FAIL
+	check "summary.json written" grep -q '"failed": 3' "$work/verdicts/results/summary.json"
 }
 
 check_panic() {
