@@ -62,6 +62,7 @@ stock_module() {
 stock_module
 make_payload
 "$here/../tests/guest/mreg-vm" run --payload "$payload" --no-builtin \
-	--tests bench --mem "$(guest_mem)" --out "$out/vm" "${vm_args[@]}"
+	--tests bench --mem "$(guest_mem)" --out "$out/vm" \
+	--test-timeout 2400 --timeout 3000 "${vm_args[@]}"
 sed -n 's/^\[bench\] //p' "$out/vm/console.log" | sed '/^mreg\[/d'
 echo "results: $out/vm/results (registration/, fio/); TCG figures: compare ratios only"
