@@ -24,6 +24,20 @@ static int kmod_supported(void)
 	return !access("/dev/mreg", R_OK | W_OK);
 }
 
+/* A module speaking another ABI would misread every struct we send. */
+static int check_abi(int fd, const char *path)
+{
+	struct mreg_info info = {.size = sizeof(info)};
+
+	if (ioctl(fd, MREG_IOC_INFO, &info))
+		return mreg_fail(-errno, "kmod: %s: MREG_IOC_INFO: %s", path,
+				 strerror(errno));
+	if (info.abi_version != MREG_ABI_VERSION)
+		return mreg_fail(-EPROTO, "kmod: %s speaks ABI %u, mreg %u",
+				 path, info.abi_version, MREG_ABI_VERSION);
+	return 0;
+}
+
 static int kmod_domain_open(struct mreg_domain *d,
 			    const struct mreg_domain_attr *attr)
 {
@@ -32,6 +46,7 @@ static int kmod_domain_open(struct mreg_domain *d,
 			? attr->device
 			: "/dev/mreg";
 	struct kmod_domain *k = calloc(1, sizeof(*k));
+	int ret;
 
 	if (!k)
 		return -ENOMEM;
@@ -42,6 +57,12 @@ static int kmod_domain_open(struct mreg_domain *d,
 				 "kmod: open %s: %s (is mreg.ko "
 				 "loaded?)",
 				 path, strerror(errno));
+	}
+	ret = check_abi(k->fd, path);
+	if (ret) {
+		close(k->fd);
+		free(k);
+		return ret;
 	}
 	d->priv = k;
 	d->native = &k->fd;
