@@ -63,21 +63,32 @@ build_module() {
 }
 
 # Only scripts/checkpatch.pl and its two data files are taken from the
-# linux-source tarball (about 150 MB), into build/cache, not build/kernel.
-ensure_checkpatch() {
-	local deb tarxz
-	[ -f "$CP_DIR/scripts/checkpatch.pl" ] && return
-	mkdir -p "$CACHE/debs" "$CACHE/kmod-src"
-	deb=$(ls "$CACHE/debs/${SRC_PKG}_"*.deb 2>/dev/null | head -n1 || true)
-	if [ -z "$deb" ]; then
-		apt_install xz-utils
-		(cd "$CACHE/debs" && apt-get download "$SRC_PKG=$SRC_VER" ||
-			{ apt-get update -qq && apt-get download "$SRC_PKG=$SRC_VER"; })
-		deb=$(ls "$CACHE/debs/${SRC_PKG}_"*.deb | head -n1)
+# linux-source tarball, into build/cache (never build/kernel, which the
+# kernel helper owns).  The installed linux-source-6.12 package is used
+# when present, else its .deb is downloaded into build/cache/debs.
+source_tarball() {
+	local deb
+	if [ -f "/usr/src/$SRC_PKG.tar.xz" ]; then
+		cat "/usr/src/$SRC_PKG.tar.xz"
+		return
 	fi
+	mkdir -p "$CACHE/debs"
+	deb=$(compgen -G "$CACHE/debs/${SRC_PKG}_*.deb" | head -n1 || true)
+	if [ -z "$deb" ]; then
+		(cd "$CACHE/debs" && { apt-get download "$SRC_PKG=$SRC_VER" ||
+			{ apt-get update -qq && apt-get download "$SRC_PKG=$SRC_VER"; }; }) >&2
+		deb=$(compgen -G "$CACHE/debs/${SRC_PKG}_*.deb" | head -n1)
+	fi
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$SRC_PKG.tar.xz"
+}
+
+ensure_checkpatch() {
+	local tarxz
+	[ -f "$CP_DIR/scripts/checkpatch.pl" ] && return
+	apt_install xz-utils
+	mkdir -p "$CACHE/kmod-src"
 	tarxz=$(mktemp)
-	dpkg-deb --fsys-tarfile "$deb" |
-		tar -xO "./usr/src/$SRC_PKG.tar.xz" >"$tarxz"
+	source_tarball >"$tarxz"
 	tar -xJf "$tarxz" -C "$CACHE/kmod-src" \
 		"$SRC_PKG/scripts/checkpatch.pl" \
 		"$SRC_PKG/scripts/spelling.txt" \
@@ -96,6 +107,18 @@ run_checkpatch() {
 	return $rc
 }
 
+# The header is shared with userspace: it must build with -std=c11
+# -pedantic and keep the version-1 layout (kmod/tests/uapi_check.c).
+uapi_check() {
+	local bin
+	bin=$(mktemp)
+	gcc -std=c11 -pedantic -Wall -Wextra -Werror -I"$TOP/include" \
+		"$HERE/tests/uapi_check.c" -o "$bin"
+	"$bin"
+	rm -f "$bin"
+	log "uapi header builds as C11 and keeps its layout"
+}
+
 dkms_install() {
 	local dst=/usr/src/mreg-1.0
 	mkdir -p "$dst/include/uapi"
@@ -107,7 +130,8 @@ dkms_install() {
 case "${1:-build}" in
 build) build_module ;;
 checkpatch) run_checkpatch ;;
-all) build_module && run_checkpatch ;;
+uapi) uapi_check ;;
+all) build_module && run_checkpatch && uapi_check ;;
 dkms-install) dkms_install ;;
-*) echo "usage: $0 [build|checkpatch|all|dkms-install]" >&2; exit 2 ;;
+*) echo "usage: $0 [build|checkpatch|uapi|all|dkms-install]" >&2; exit 2 ;;
 esac

@@ -70,7 +70,7 @@ void mt_print_hist(const char *what, const uint64_t hist[32]);
 
 /* FOLL_PIN counters of /proc/vmstat. */
 void mt_pins(uint64_t *acquired, uint64_t *released);
-/* Wait up to 5 s for acquired - released to come back to @a0 - @r0. */
+/* Wait up to 5 s until every pin acquired since (@a0, @r0) is released. */
 int mt_pins_balanced(uint64_t a0, uint64_t r0);
 
 int mt_is_root(void);

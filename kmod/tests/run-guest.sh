@@ -37,7 +37,7 @@ parse() {
 		[ $# -ge 2 ] || usage
 		shift 2
 	done
-	TESTS=${TESTS:-$(echo $TESTS_DEFAULT)}
+	TESTS=${TESTS:-$(tr "\n" " " <<<"$TESTS_DEFAULT")}
 	[ -z "$BENCH" ] || TESTS="$TESTS kmod-kbench kmod-fuzz-soak"
 }
 
