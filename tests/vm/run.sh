@@ -20,7 +20,11 @@ make_payload() {
 	done
 	cp "$build/bench/mreg-bench" "$build"/libmreg.so.0 "$payload/bin/"
 	cp "$here"/tests/* "$payload/tests/"
-	cp "$here/devices.sh" "$payload/bin/"
+	cp "$here/devices.sh" "$build/examples/pin_extents" "$payload/bin/"
+	mkdir -p "$payload/ko"
+	if [ -e "$here/../../kmod/mreg.ko" ]; then
+		cp "$here/../../kmod/mreg.ko" "$payload/ko/"
+	fi
 }
 
 make_payload
