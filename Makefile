@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DMREG_WERROR=ON
 
-.PHONY: all deps build bench bench-guest test test-host format clean
+.PHONY: all deps build bench bench-guest compare test test-host format clean
 
 all: build
 
@@ -22,6 +22,11 @@ bench: build
 # The same bench in the qemu guest on stock 6.12 (GUEST_ARGS: --sizes 256m,1g).
 bench-guest: build
 	bench/guest.sh $(BUILD) $(GUEST_ARGS)
+
+# Stock vs patched 6.12 end to end (builds both kernels first: ~35 min
+# cold, incremental after; the guest runs take ~30 min more under TCG).
+compare: build
+	bench/compare.sh $(BUILD) $(COMPARE_ARGS)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure $(CTEST_ARGS)

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Stock against patched, end to end: the same two kernels (one tree, one
+# config: kernel/build.sh), mreg.ko built for each, and the same matrix on
+# both in the qemu guest: io_uring, verbs on rxe, VFIO MAP_DMA, iommufd,
+# mreg.ko's GUP methods, fio O_DIRECT on null_blk, then the kernel's own
+# gup_test matrix (kernel/build.sh bench). Writes OUT/compare.{md,png}.
+#   bench/compare.sh BUILD_DIR [--sizes 256m,1g] [--reps N]
+# TCG timings are emulated: the ratios, taken within one run, are the result.
+set -euo pipefail
+
+build=$(cd "${1:?usage: bench/compare.sh BUILD_DIR [options]}" && pwd)
+shift
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=$build/compare
+sizes=256m,1g reps=5
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--sizes) sizes=$2; shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
+	*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+
+kernel_out() { echo "$top/build/kernel/$1"; }
+
+# mreg.ko for one of our kernels, built in a DKMS-style copy of kmod/ so
+# the tree's own module (for Debian's kernel) is left alone.
+module_for() {
+	local v=$1 dir=$out/$1/kmod
+	rm -rf "$dir" && mkdir -p "$dir/include/uapi"
+	cp "$top"/kmod/*.[ch] "$top"/kmod/Kbuild "$top"/kmod/Makefile "$dir/"
+	cp "$top/include/uapi/mreg.h" "$dir/include/uapi/"
+	make -s -C "$dir" KDIR="$(kernel_out "$v")" >&2
+	echo "$dir/mreg.ko"
+}
+
+bench_on() {
+	local v=$1 k
+	k=$(kernel_out "$v")
+	"$top/bench/guest.sh" "$build" --label "own-$v" --sizes "$sizes" \
+		--reps "$reps" --ko "$(module_for "$v")" \
+		--kernel "$k/bzImage" --modules "$(ls -d "$k"/modules/lib/modules/* | head -n 1)"
+}
+
+mkdir -p "$out"
+"$top/kernel/build.sh" stock
+"$top/kernel/build.sh" patched
+bench_on stock
+bench_on patched
+/usr/bin/python3 "$top/bench/compare.py" \
+	"$build/guest-bench/own-stock/vm/results/bench" \
+	"$build/guest-bench/own-patched/vm/results/bench" "$out"
+"$top/kernel/build.sh" bench | tee "$out/gup_test.md"
