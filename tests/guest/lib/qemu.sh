@@ -183,9 +183,9 @@ run_cmd() {
 # verdict exists even when the guest died before writing summary.json.
 verdict() {
 	local rc=$1 secs=$2 console=$RUN_OUT/console.log npass nfail nskip
-	npass=$(grep -c '^MREG-RESULT .* PASS ' "$console" || true)
-	nfail=$(grep -c '^MREG-RESULT .* FAIL ' "$console" || true)
-	nskip=$(grep -c '^MREG-RESULT .* SKIP ' "$console" || true)
+	npass=$(grep -c '^MREG-RESULT [^ ]* PASS ' "$console" || true)
+	nfail=$(grep -c '^MREG-RESULT [^ ]* FAIL ' "$console" || true)
+	nskip=$(grep -c '^MREG-RESULT [^ ]* SKIP ' "$console" || true)
 	log "guest ran ${secs}s, qemu status $rc; results in $RUN_OUT"
 	echo "mreg-vm: $npass passed, $nfail failed, $nskip skipped"
 	case "$rc" in
