@@ -34,7 +34,7 @@ build_payload() {
 	make -s -C "$headers" M="$work/ko" modules >&2
 	cp "$work/ko"/mreg_{hello,pinleak}.ko "$p/ko/"
 	gcc -O2 -Wall -o "$p/bin/uring-probe" "$here/harness-check/uring-probe.c" -luring
-	cp "$here"/harness-check/{ok,warn,skipme,slow,pinleak,panic,hang} "$p/tests/"
+	cp "$here"/harness-check/{ok,warn,warn-allowed,skipme,slow,pinleak,panic,hang} "$p/tests/"
 }
 
 deps_ensure_uring() {
@@ -60,10 +60,11 @@ console_has() { grep -q "$2" "$work/$1/console.log"; }
 log_has() { grep -q "$2" "$work/$1.log"; }
 
 check_verdicts() {
-	boot verdicts 1 --tests "ok warn skipme slow pinleak" --test-timeout 15
+	boot verdicts 1 --tests "ok warn warn-allowed skipme slow pinleak" --test-timeout 15
 	check "payload bin, libs and ko work" result_is verdicts ok PASS
 	check "ok.json came back over 9p" test -s "$work/verdicts/results/ok/ok.json"
 	check "WARNING in dmesg fails a test that exits 0" result_is verdicts warn FAIL
+	check "a warning listed in dmesg-allow does not fail" result_is verdicts warn-allowed PASS
 	check "exit 77 is a skip" result_is verdicts skipme SKIP
 	check "per-test timeout fails the test" result_is verdicts slow FAIL
 	check "a leaked FOLL_PIN fails the test" result_is verdicts pinleak FAIL
