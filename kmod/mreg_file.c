@@ -5,8 +5,10 @@
  * Each ioctl takes one size-prefixed struct (include/uapi/mreg.h).  As in
  * iommufd, the table gives the struct size and the minimum size (the end
  * of its first version), copy_struct_from_user() makes old and new
- * binaries work, and the result is copied back for the size userspace
- * gave.
+ * binaries work.  Only the ioctls with outputs copy the struct back, for
+ * the size userspace gave, from their handler (mreg_ucmd_respond()): PIN
+ * must know the reply reached userspace before it publishes the handle,
+ * and UNPIN or SET_LIMIT must not fail with EFAULT after doing the work.
  */
 #include <linux/fs.h>
 #include <linux/slab.h>
@@ -29,88 +31,106 @@ union mreg_ucmd_buffer {
  * @size: sizeof the command struct known to this module
  * @min_size: size of the first ABI version of the struct
  * @ioctl_num: full ioctl number, to refuse foreign types on the same nr
- * @respond: copy the struct back even when @execute fails with this errno
- *           (QUERY returns the needed count with EMSGSIZE)
- * @execute: the handler
+ * @execute: the handler; it copies its outputs back itself
  */
 struct mreg_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
 	unsigned int ioctl_num;
-	int respond;
-	int (*execute)(struct mreg_file *mf, void *cmd);
+	int (*execute)(struct mreg_ucmd *ucmd);
 };
 
-static int mreg_ioc_info(struct mreg_file *mf, void *cmd)
+/**
+ * mreg_ucmd_respond() - copy an ioctl's outputs back to userspace
+ * @ucmd: the ioctl
+ * @cmd_len: sizeof the struct known to this module
+ *
+ * Return: 0, or -EFAULT.
+ */
+int mreg_ucmd_respond(struct mreg_ucmd *ucmd, size_t cmd_len)
 {
-	struct mreg_info *info = cmd;
-
-	if (info->flags || info->__reserved)
-		return -EINVAL;
-	mreg_account_info(mf, info);
+	if (copy_to_user(ucmd->ubuffer, ucmd->cmd,
+			 min_t(size_t, ucmd->user_size, cmd_len)))
+		return -EFAULT;
 	return 0;
 }
 
-static int mreg_ioc_set_limit(struct mreg_file *mf, void *cmd)
+static int mreg_ioc_info(struct mreg_ucmd *ucmd)
 {
-	struct mreg_set_limit *sl = cmd;
+	struct mreg_info *info = ucmd->cmd;
+
+	if (info->flags || info->__reserved)
+		return -EINVAL;
+	mreg_account_info(ucmd->mf, info);
+	return mreg_ucmd_respond(ucmd, sizeof(*info));
+}
+
+static int mreg_ioc_set_limit(struct mreg_ucmd *ucmd)
+{
+	struct mreg_set_limit *sl = ucmd->cmd;
 
 	if (sl->flags)
 		return -EINVAL;
-	return mreg_account_set_limit(mf, sl->max_pages);
+	return mreg_account_set_limit(ucmd->mf, sl->max_pages);
 }
 
-static int mreg_ioc_bench(struct mreg_file *mf, void *cmd)
+static int mreg_ioc_bench(struct mreg_ucmd *ucmd)
 {
-	return mreg_bench(mf, cmd);
+	int ret = mreg_bench(ucmd->mf, ucmd->cmd);
+
+	return ret ? ret : mreg_ucmd_respond(ucmd, sizeof(struct mreg_bench));
 }
 
-static int mreg_ioc_pin(struct mreg_file *mf, void *cmd)
+static int mreg_ioc_pin(struct mreg_ucmd *ucmd)
 {
-	return mreg_pin(mf, cmd);
+	return mreg_pin(ucmd);
 }
 
-static int mreg_ioc_query(struct mreg_file *mf, void *cmd)
+/* EMSGSIZE is answered too: it carries the number of extents needed. */
+static int mreg_ioc_query(struct mreg_ucmd *ucmd)
 {
-	return mreg_query(mf, cmd);
+	int ret = mreg_query(ucmd->mf, ucmd->cmd);
+
+	if (ret && ret != -EMSGSIZE)
+		return ret;
+	return mreg_ucmd_respond(ucmd, sizeof(struct mreg_query)) ?: ret;
 }
 
-static int mreg_ioc_unpin(struct mreg_file *mf, void *cmd)
+static int mreg_ioc_unpin(struct mreg_ucmd *ucmd)
 {
-	return mreg_unpin(mf, cmd);
+	return mreg_unpin(ucmd->mf, ucmd->cmd);
 }
 
-static int mreg_ioc_read(struct mreg_file *mf, void *cmd)
+static int mreg_ioc_read(struct mreg_ucmd *ucmd)
 {
-	return mreg_read(mf, cmd);
+	return mreg_read(ucmd->mf, ucmd->cmd);
 }
 
 /* In MREG_CMD_* order; mreg_fops_ioctl() checks ioctl_num. */
-#define MREG_IOCTL_OP(_ioctl, _fn, _struct, _last, _respond)		\
+#define MREG_IOCTL_OP(_ioctl, _fn, _struct, _last)			\
 	{								\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union mreg_ucmd_buffer) < \
 					  sizeof(_struct)),		\
 		.min_size = offsetofend(_struct, _last),		\
 		.ioctl_num = _ioctl,					\
-		.respond = _respond,					\
 		.execute = _fn,						\
 	}
 
 static const struct mreg_ioctl_op mreg_ioctl_ops[] = {
 	MREG_IOCTL_OP(MREG_IOC_INFO, mreg_ioc_info, struct mreg_info,
-		      mm_pinned_pages, 0),
+		      mm_pinned_pages),
 	MREG_IOCTL_OP(MREG_IOC_SET_LIMIT, mreg_ioc_set_limit,
-		      struct mreg_set_limit, max_pages, 0),
+		      struct mreg_set_limit, max_pages),
 	MREG_IOCTL_OP(MREG_IOC_BENCH, mreg_ioc_bench, struct mreg_bench,
-		      order_hist, 0),
+		      order_hist),
 	MREG_IOCTL_OP(MREG_IOC_PIN, mreg_ioc_pin, struct mreg_pin,
-		      out_nr_folios, 0),
+		      out_nr_folios),
 	MREG_IOCTL_OP(MREG_IOC_QUERY, mreg_ioc_query, struct mreg_query,
-		      __reserved2, -EMSGSIZE),
+		      __reserved2),
 	MREG_IOCTL_OP(MREG_IOC_UNPIN, mreg_ioc_unpin, struct mreg_unpin,
-		      __reserved, 0),
-	MREG_IOCTL_OP(MREG_IOC_READ, mreg_ioc_read, struct mreg_read, dst, 0),
+		      __reserved),
+	MREG_IOCTL_OP(MREG_IOC_READ, mreg_ioc_read, struct mreg_read, dst),
 };
 
 static long mreg_fops_ioctl(struct file *filp, unsigned int cmd,
@@ -120,7 +140,11 @@ static long mreg_fops_ioctl(struct file *filp, unsigned int cmd,
 	const struct mreg_ioctl_op *op;
 	union mreg_ucmd_buffer buf;
 	unsigned int nr = _IOC_NR(cmd);
-	u32 user_size;
+	struct mreg_ucmd ucmd = {
+		.mf = filp->private_data,
+		.ubuffer = ubuf,
+		.cmd = &buf,
+	};
 	int ret;
 
 	if (nr < MREG_CMD_BASE || nr - MREG_CMD_BASE >= ARRAY_SIZE(mreg_ioctl_ops))
@@ -128,19 +152,14 @@ static long mreg_fops_ioctl(struct file *filp, unsigned int cmd,
 	op = &mreg_ioctl_ops[nr - MREG_CMD_BASE];
 	if (op->ioctl_num != cmd)
 		return -ENOTTY;
-	if (get_user(user_size, (u32 __user *)ubuf))
+	if (get_user(ucmd.user_size, (u32 __user *)ubuf))
 		return -EFAULT;
-	if (user_size < op->min_size)
+	if (ucmd.user_size < op->min_size)
 		return -EINVAL;
-	ret = copy_struct_from_user(&buf, op->size, ubuf, user_size);
+	ret = copy_struct_from_user(&buf, op->size, ubuf, ucmd.user_size);
 	if (ret)
 		return ret;
-	ret = op->execute(filp->private_data, &buf);
-	if (ret && ret != op->respond)
-		return ret;
-	if (copy_to_user(ubuf, &buf, min_t(size_t, op->size, user_size)))
-		return -EFAULT;
-	return ret;
+	return op->execute(&ucmd);
 }
 
 static int mreg_fops_open(struct inode *inode, struct file *filp)

@@ -219,18 +219,53 @@ static int mreg_pin_pages(struct mreg_pin_obj *pin, struct mreg_pin *cmd)
 	return mreg_pin_user(pin, cmd->addr);
 }
 
+/*
+ * Publish @pin under a handle, the iommufd way: fill the reply, reserve
+ * the handle, copy the reply out, and only then store the pin.  Until the
+ * store nobody else can reach the pin, so a racing UNPIN of the handle
+ * cannot free it under us; if the reply cannot be delivered the handle is
+ * released and the caller destroys the pin, which nobody else has seen.
+ */
+static int mreg_pin_publish(struct mreg_ucmd *ucmd, struct mreg_pin_obj *pin,
+			    unsigned long nr_folios)
+{
+	struct mreg_file *mf = ucmd->mf;
+	struct mreg_pin *cmd = ucmd->cmd;
+	u32 handle;
+	void *old;
+	int ret;
+
+	cmd->out_nr_extents = min_t(unsigned long, pin->nr_extents, U32_MAX);
+	cmd->out_nr_pages = pin->nr_pages;
+	cmd->out_nr_folios = nr_folios;
+	ret = xa_alloc_cyclic(&mf->pins, &handle, XA_ZERO_ENTRY, xa_limit_31b,
+			      &mf->next_handle, GFP_KERNEL_ACCOUNT);
+	if (ret < 0)
+		return ret == -EBUSY ? -ENOSPC : ret;
+	cmd->out_handle = handle;
+	ret = mreg_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret) {
+		xa_erase(&mf->pins, handle);
+		return ret;
+	}
+	/* Replaces the reservation: allocates nothing, cannot fail. */
+	old = xa_store(&mf->pins, handle, pin, GFP_KERNEL);
+	WARN_ON_ONCE(old);
+	return 0;
+}
+
 /**
  * mreg_pin() - MREG_IOC_PIN
- * @mf: the open file
- * @cmd: the command, outputs filled on success
+ * @ucmd: the ioctl, a struct mreg_pin; the reply is copied out here
  *
  * Return: 0 or -errno; on error nothing stays pinned or charged.
  */
-int mreg_pin(struct mreg_file *mf, struct mreg_pin *cmd)
+int mreg_pin(struct mreg_ucmd *ucmd)
 {
+	struct mreg_file *mf = ucmd->mf;
+	struct mreg_pin *cmd = ucmd->cmd;
 	struct mreg_pin_obj *pin;
 	unsigned long nr_folios;
-	u32 handle;
 	int ret;
 
 	ret = mreg_pin_check(cmd);
@@ -248,20 +283,13 @@ int mreg_pin(struct mreg_file *mf, struct mreg_pin *cmd)
 	if (ret)
 		goto err_uncharge;
 	mreg_count_extents(pin, &nr_folios);
-	ret = xa_alloc_cyclic(&mf->pins, &handle, pin, xa_limit_31b,
-			      &mf->next_handle, GFP_KERNEL_ACCOUNT);
-	if (ret < 0)
+	ret = mreg_pin_publish(ucmd, pin, nr_folios);
+	if (ret)
 		goto err_unpin;
-	cmd->out_handle = handle;
-	cmd->out_nr_extents = min_t(unsigned long, pin->nr_extents, U32_MAX);
-	cmd->out_nr_pages = pin->nr_pages;
-	cmd->out_nr_folios = nr_folios;
 	return 0;
 
 err_unpin:
 	mreg_unpin_pages(pin, pin->nr_pages);
-	if (ret == -EBUSY)
-		ret = -ENOSPC;
 err_uncharge:
 	mreg_account_uncharge(mf, pin);
 err_free:
@@ -282,8 +310,13 @@ int mreg_unpin(struct mreg_file *mf, struct mreg_unpin *cmd)
 
 	if (cmd->flags || cmd->__reserved)
 		return -EINVAL;
+	/* A handle PIN has only reserved (XA_ZERO_ENTRY) loads as NULL. */
 	mutex_lock(&mf->lock);
-	pin = xa_erase(&mf->pins, cmd->handle);
+	xa_lock(&mf->pins);
+	pin = xa_load(&mf->pins, cmd->handle);
+	if (pin)
+		__xa_erase(&mf->pins, cmd->handle);
+	xa_unlock(&mf->pins);
 	mutex_unlock(&mf->lock);
 	if (!pin)
 		return -ENOENT;

@@ -31,6 +31,20 @@ struct mreg_file {
 };
 
 /**
+ * struct mreg_ucmd - one ioctl being executed
+ * @mf: the open file
+ * @ubuffer: the user's struct
+ * @user_size: its @size field
+ * @cmd: the kernel copy of the struct
+ */
+struct mreg_ucmd {
+	struct mreg_file *mf;
+	void __user *ubuffer;
+	u32 user_size;
+	void *cmd;
+};
+
+/**
  * struct mreg_pin_obj - one long-lived pin
  * @pages: every pinned page of the range, in order
  * @folios: for memfd pins, the folios memfd_pin_folios() pinned, else NULL
@@ -55,11 +69,13 @@ extern unsigned long mreg_max_pin_pages_per_file;
 /* mreg_file.c */
 extern const struct file_operations mreg_fops;
 
+int mreg_ucmd_respond(struct mreg_ucmd *ucmd, size_t cmd_len);
+
 /* mreg_bench.c */
 int mreg_bench(struct mreg_file *mf, struct mreg_bench *cmd);
 
 /* mreg_pin.c */
-int mreg_pin(struct mreg_file *mf, struct mreg_pin *cmd);
+int mreg_pin(struct mreg_ucmd *ucmd);
 int mreg_query(struct mreg_file *mf, struct mreg_query *cmd);
 int mreg_unpin(struct mreg_file *mf, struct mreg_unpin *cmd);
 int mreg_read(struct mreg_file *mf, struct mreg_read *cmd);

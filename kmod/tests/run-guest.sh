@@ -15,7 +15,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 PAYLOAD=$TOP/build/kmod/payload
 TESTS_DEFAULT="kmod-abi kmod-badinput kmod-pagemap kmod-folios kmod-bench
-kmod-close kmod-fork kmod-munmap kmod-memlock kmod-race kmod-fuzz"
+kmod-close kmod-fork kmod-munmap kmod-memlock kmod-race kmod-fuzz
+kmod-unpinrace"
 BENCH='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR=''
 
 usage() {
