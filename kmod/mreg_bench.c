@@ -79,6 +79,10 @@ static long mreg_bench_get_pages(struct mreg_bench_run *r)
 		if (n <= 0)
 			break;
 		r->nr_got += n;
+		if (fatal_signal_pending(current))
+			break;
+		if (!mreg_bench_locked(r))
+			cond_resched();
 	}
 	if (mreg_bench_locked(r))
 		mmap_read_unlock(current->mm);
@@ -112,6 +116,9 @@ static long mreg_bench_memfd_loop(struct mreg_bench_run *r, struct file *file)
 			break;
 		start += mreg_bench_covered(r, r->nr_got, n, first_off);
 		r->nr_got += n;
+		if (fatal_signal_pending(current))
+			break;
+		cond_resched();
 	}
 	return r->nr_got ? 0 : (n ? n : -EFAULT);
 }
@@ -135,8 +142,11 @@ static void mreg_bench_put(struct mreg_bench_run *r)
 
 	switch (r->cmd->method) {
 	case MREG_BENCH_GUP_FAST:
-		for (i = 0; i < r->nr_got; i++)
+		for (i = 0; i < r->nr_got; i++) {
 			put_page(r->pages[i]);
+			if (!(i & 4095))
+				cond_resched();
+		}
 		break;
 	case MREG_BENCH_MEMFD_PIN_FOLIOS:
 		unpin_folios(r->folios, r->nr_got);

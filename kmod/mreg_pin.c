@@ -7,6 +7,13 @@
  * pin_user_pages_fast(FOLL_LONGTERM) in large batches; memfds with
  * memfd_pin_folios(), which takes one pin per folio, and the pages array
  * is then filled from the folios.
+ *
+ * Lifetime: a pin starts with one reference, owned by its handle.  PIN
+ * reserves the handle, copies the reply out and only then publishes the
+ * pin, so no other thread can reach a pin whose creator still uses it and
+ * a reply that cannot be delivered leaves nothing pinned.  QUERY and READ
+ * take a reference for the duration of their copy; UNPIN removes the
+ * handle and drops its reference; the last reference unpins.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -81,6 +88,7 @@ static void mreg_count_extents(struct mreg_pin_obj *pin,
 		prev = folio;
 		i = mreg_extent_end(pin, i);
 		pin->nr_extents++;
+		cond_resched();
 	}
 	if (pin->folios)
 		*nr_folios = pin->nr_folios;
@@ -106,6 +114,29 @@ static void mreg_pin_destroy(struct mreg_file *mf, struct mreg_pin_obj *pin)
 	mreg_unpin_pages(pin, pin->nr_pages);
 	mreg_account_uncharge(mf, pin);
 	mreg_pin_free(pin);
+}
+
+/* Drop a reference; the last one unpins, uncharges and frees. */
+static void mreg_pin_put(struct mreg_file *mf, struct mreg_pin_obj *pin)
+{
+	if (refcount_dec_and_test(&pin->users))
+		mreg_pin_destroy(mf, pin);
+}
+
+/*
+ * Reference the published pin of @handle, or NULL.  A handle that PIN has
+ * only reserved holds XA_ZERO_ENTRY, which xa_load() returns as NULL.
+ */
+static struct mreg_pin_obj *mreg_pin_get(struct mreg_file *mf, u32 handle)
+{
+	struct mreg_pin_obj *pin;
+
+	xa_lock(&mf->pins);
+	pin = xa_load(&mf->pins, handle);
+	if (pin && !refcount_inc_not_zero(&pin->users))
+		pin = NULL;
+	xa_unlock(&mf->pins);
+	return pin;
 }
 
 static int mreg_pin_user(struct mreg_pin_obj *pin, unsigned long addr)
@@ -248,6 +279,7 @@ static int mreg_pin_publish(struct mreg_ucmd *ucmd, struct mreg_pin_obj *pin,
 		xa_erase(&mf->pins, handle);
 		return ret;
 	}
+	refcount_set(&pin->users, 1);
 	/* Replaces the reservation: allocates nothing, cannot fail. */
 	old = xa_store(&mf->pins, handle, pin, GFP_KERNEL);
 	WARN_ON_ONCE(old);
@@ -302,6 +334,10 @@ err_free:
  * @mf: the open file
  * @cmd: the command
  *
+ * The handle goes at once; the pages are unpinned by the last reference,
+ * here or at the end of a QUERY or READ still using the pin.  A handle
+ * that a PIN in flight has only reserved is unknown, and stays reserved.
+ *
  * Return: 0, -EINVAL for bad flags, -ENOENT for an unknown handle.
  */
 int mreg_unpin(struct mreg_file *mf, struct mreg_unpin *cmd)
@@ -310,23 +346,22 @@ int mreg_unpin(struct mreg_file *mf, struct mreg_unpin *cmd)
 
 	if (cmd->flags || cmd->__reserved)
 		return -EINVAL;
-	/* A handle PIN has only reserved (XA_ZERO_ENTRY) loads as NULL. */
-	mutex_lock(&mf->lock);
 	xa_lock(&mf->pins);
 	pin = xa_load(&mf->pins, cmd->handle);
 	if (pin)
 		__xa_erase(&mf->pins, cmd->handle);
 	xa_unlock(&mf->pins);
-	mutex_unlock(&mf->lock);
 	if (!pin)
 		return -ENOENT;
-	mreg_pin_destroy(mf, pin);
+	mreg_pin_put(mf, pin);
 	return 0;
 }
 
 /**
  * mreg_pin_release_all() - drop every pin of a file being released
  * @mf: the open file, no longer reachable from userspace
+ *
+ * No ioctl runs any more, so every pin has only its handle's reference.
  */
 void mreg_pin_release_all(struct mreg_file *mf)
 {
@@ -335,7 +370,7 @@ void mreg_pin_release_all(struct mreg_file *mf)
 
 	xa_for_each(&mf->pins, index, pin) {
 		xa_erase(&mf->pins, index);
-		mreg_pin_destroy(mf, pin);
+		mreg_pin_put(mf, pin);
 		cond_resched();
 	}
 }
@@ -374,6 +409,9 @@ static int mreg_query_pin(struct mreg_query *cmd, struct mreg_pin_obj *pin)
 		if (ret)
 			return ret;
 		i = end;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
 	}
 	cmd->nr_extents = n;
 	return 0;
@@ -398,10 +436,11 @@ int mreg_query(struct mreg_file *mf, struct mreg_query *cmd)
 	if (cmd->extent_size < MREG_EXTENT_MIN_SIZE ||
 	    check_mul_overflow(cmd->nr_extents, (u64)cmd->extent_size, &bytes))
 		return -EINVAL;
-	mutex_lock(&mf->lock);
-	pin = xa_load(&mf->pins, cmd->handle);
-	ret = pin ? mreg_query_pin(cmd, pin) : -ENOENT;
-	mutex_unlock(&mf->lock);
+	pin = mreg_pin_get(mf, cmd->handle);
+	if (!pin)
+		return -ENOENT;
+	ret = mreg_query_pin(cmd, pin);
+	mreg_pin_put(mf, pin);
 	return ret;
 }
 
@@ -424,6 +463,8 @@ static int mreg_read_pin(struct mreg_read *cmd, struct mreg_pin_obj *pin)
 		dst += chunk;
 		off += chunk;
 		left -= chunk;
+		if (fatal_signal_pending(current))
+			return -EINTR;
 		cond_resched();
 	}
 	return 0;
@@ -446,14 +487,13 @@ int mreg_read(struct mreg_file *mf, struct mreg_read *cmd)
 		return -EINVAL;
 	if (check_add_overflow(cmd->offset, cmd->length, &end))
 		return -EINVAL;
-	mutex_lock(&mf->lock);
-	pin = xa_load(&mf->pins, cmd->handle);
+	pin = mreg_pin_get(mf, cmd->handle);
 	if (!pin)
-		ret = -ENOENT;
-	else if (end > (u64)pin->nr_pages << PAGE_SHIFT)
+		return -ENOENT;
+	if (end > (u64)pin->nr_pages << PAGE_SHIFT)
 		ret = -EINVAL;
 	else
 		ret = mreg_read_pin(cmd, pin);
-	mutex_unlock(&mf->lock);
+	mreg_pin_put(mf, pin);
 	return ret;
 }

@@ -9,6 +9,7 @@
 #include <linux/atomic.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/refcount.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
 
@@ -18,14 +19,19 @@
  * struct mreg_file - state of one open of /dev/mreg
  * @pins: handle -> struct mreg_pin_obj, handles start at 1
  * @next_handle: allocation cursor for xa_alloc_cyclic()
- * @lock: held by QUERY, READ and UNPIN so a pin is not freed under use
+ * @lock: held by SET_LIMIT
  * @pinned_pages: pages pinned through this file
  * @max_pages: cap on @pinned_pages
+ *
+ * A handle is reserved in @pins with XA_ZERO_ENTRY while PIN copies its
+ * reply out, and only then published; lookups see a reserved handle as
+ * absent.  Pins are kept alive under QUERY and READ by their refcount,
+ * not by a lock, so a slow copy to userspace blocks no other ioctl.
  */
 struct mreg_file {
 	struct xarray pins;
 	u32 next_handle;
-	struct mutex lock;	/* keeps a pin alive under QUERY and READ */
+	struct mutex lock;	/* SET_LIMIT */
 	atomic64_t pinned_pages;
 	u64 max_pages;
 };
@@ -52,6 +58,8 @@ struct mreg_ucmd {
  * @nr_folios: entries in @folios
  * @nr_extents: extents QUERY reports
  * @mm: mm charged for the pin (mmgrab()ed), NULL when not charged
+ * @users: one for the handle in &mreg_file.pins, one per QUERY or READ
+ *         using the pin; the last mreg_pin_put() unpins and frees it
  * @writable: pinned with FOLL_WRITE, so pages are dirtied on unpin
  */
 struct mreg_pin_obj {
@@ -61,6 +69,7 @@ struct mreg_pin_obj {
 	unsigned long nr_folios;
 	unsigned long nr_extents;
 	struct mm_struct *mm;
+	refcount_t users;
 	bool writable;
 };
 
