@@ -131,7 +131,9 @@ static long mreg_bench_get_memfd(struct mreg_bench_run *r)
 	file = fget(r->cmd->memfd);
 	if (!file)
 		return -EBADF;
-	ret = mreg_bench_memfd_loop(r, file);
+	ret = mreg_memfd_check(file, r->cmd->flags & MREG_BENCH_FLAG_WRITE);
+	if (!ret)
+		ret = mreg_bench_memfd_loop(r, file);
 	fput(file);
 	return ret;
 }

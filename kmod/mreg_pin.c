@@ -18,11 +18,13 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/hugetlb.h>
 #include <linux/io.h>
 #include <linux/memfd.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/sched/signal.h>
+#include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -210,6 +212,30 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
 	return 0;
 }
 
+/**
+ * mreg_memfd_check() - may @file be pinned for this access
+ * @file: the file passed as a memfd
+ * @write: the pin allows writing (a device may write the pages)
+ *
+ * memfd_pin_folios() checks neither the open mode nor the seals, so this
+ * does what mmap() would: reading needs FMODE_READ, writing FMODE_WRITE
+ * as well.  Seals (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE) cannot be checked
+ * from a module: memfd_file_seals_ptr() is not exported.
+ *
+ * Return: 0, -EINVAL when @file is not shmem or hugetlbfs, -EACCES when
+ * its open mode does not allow the access.
+ */
+int mreg_memfd_check(struct file *file, bool write)
+{
+	if (!shmem_file(file) && !is_file_hugepages(file))
+		return -EINVAL;
+	if (!(file->f_mode & FMODE_READ))
+		return -EACCES;
+	if (write && !(file->f_mode & FMODE_WRITE))
+		return -EACCES;
+	return 0;
+}
+
 static int mreg_pin_memfd(struct mreg_pin_obj *pin, int fd, u64 offset)
 {
 	struct file *file;
@@ -220,7 +246,9 @@ static int mreg_pin_memfd(struct mreg_pin_obj *pin, int fd, u64 offset)
 	file = fget(fd);
 	if (!file)
 		return -EBADF;
-	ret = mreg_pin_memfd_file(pin, file, offset);
+	ret = mreg_memfd_check(file, pin->writable);
+	if (!ret)
+		ret = mreg_pin_memfd_file(pin, file, offset);
 	fput(file);
 	if (ret) {
 		kvfree(pin->folios);

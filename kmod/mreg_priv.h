@@ -7,6 +7,7 @@
 #define _MREG_PRIV_H
 
 #include <linux/atomic.h>
+#include <linux/fs.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
@@ -90,6 +91,7 @@ int mreg_unpin(struct mreg_file *mf, struct mreg_unpin *cmd);
 int mreg_read(struct mreg_file *mf, struct mreg_read *cmd);
 void mreg_pin_release_all(struct mreg_file *mf);
 int mreg_check_range(u64 addr, u64 length);
+int mreg_memfd_check(struct file *file, bool write);
 
 /* mreg_account.c */
 int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin);

@@ -16,7 +16,7 @@ TOP=$(cd "$HERE/../.." && pwd)
 PAYLOAD=$TOP/build/kmod/payload
 TESTS_DEFAULT="kmod-abi kmod-badinput kmod-pagemap kmod-folios kmod-bench
 kmod-close kmod-fork kmod-munmap kmod-memlock kmod-race kmod-fuzz
-kmod-unpinrace"
+kmod-unpinrace kmod-memfdmode"
 BENCH='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR=''
 
 usage() {
