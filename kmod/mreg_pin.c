@@ -96,10 +96,27 @@ static void mreg_count_extents(struct mreg_pin_obj *pin,
 		*nr_folios = pin->nr_folios;
 }
 
+/*
+ * unpin_folios() does not dirty: a device may have written a clean shmem
+ * folio, which reclaim would then drop.  So a writable memfd pin marks
+ * each folio dirty, under the folio lock as set_page_dirty_lock() does,
+ * before unpinning, like unpin_user_pages_dirty_lock() for page pins.
+ */
+static void mreg_unpin_folios(struct mreg_pin_obj *pin)
+{
+	unsigned long i;
+
+	for (i = 0; pin->writable && i < pin->nr_folios; i++) {
+		set_page_dirty_lock(folio_page(pin->folios[i], 0));
+		cond_resched();
+	}
+	unpin_folios(pin->folios, pin->nr_folios);
+}
+
 static void mreg_unpin_pages(struct mreg_pin_obj *pin, unsigned long npages)
 {
 	if (pin->folios)
-		unpin_folios(pin->folios, pin->nr_folios);
+		mreg_unpin_folios(pin);
 	else
 		unpin_user_pages_dirty_lock(pin->pages, npages, pin->writable);
 }
