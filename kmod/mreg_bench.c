@@ -7,6 +7,11 @@
  * pages at a time, and released; get and put are timed separately.  The
  * census (distinct folios, histogram by folio_order()) is taken in
  * between, outside both timings.
+ *
+ * The pages are held only for the call, but they are pinned long-term
+ * (memfd_pin_folios() always is) and up to the per-file cap at a time, on
+ * a device anyone may open; so the call is charged like a pin, to the
+ * file cap and RLIMIT_MEMLOCK, for its duration.
  */
 #include <linux/file.h>
 #include <linux/ktime.h>
@@ -276,10 +281,11 @@ static int mreg_bench_alloc(struct mreg_bench_run *r)
  * @mf: the open file, whose cap bounds @cmd->length
  * @cmd: the command, outputs filled on success
  *
- * Return: 0 or -errno; nothing stays pinned either way.
+ * Return: 0 or -errno; nothing stays pinned or charged either way.
  */
 int mreg_bench(struct mreg_file *mf, struct mreg_bench *cmd)
 {
+	struct mreg_pin_obj acct = {};
 	struct mreg_bench_run r;
 	u64 t0;
 	long ret;
@@ -288,9 +294,13 @@ int mreg_bench(struct mreg_file *mf, struct mreg_bench *cmd)
 	if (ret)
 		return ret;
 	mreg_bench_init(&r, cmd);
-	ret = mreg_bench_alloc(&r);
+	acct.nr_pages = r.nr_pages;
+	ret = mreg_account_charge(mf, &acct);
 	if (ret)
 		return ret;
+	ret = mreg_bench_alloc(&r);
+	if (ret)
+		goto out_uncharge;
 	t0 = ktime_get_ns();
 	if (cmd->method == MREG_BENCH_MEMFD_PIN_FOLIOS)
 		ret = mreg_bench_get_memfd(&r);
@@ -305,5 +315,7 @@ int mreg_bench(struct mreg_file *mf, struct mreg_bench *cmd)
 	cmd->put_ns = ktime_get_ns() - t0;
 out_free:
 	mreg_bench_free(&r);
+out_uncharge:
+	mreg_account_uncharge(mf, &acct);
 	return ret;
 }

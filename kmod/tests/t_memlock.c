@@ -2,7 +2,8 @@
 /*
  * Accounting: as non-root (setuid(65534), which drops CAP_IPC_LOCK) pins
  * are charged to mm->pinned_vm against RLIMIT_MEMLOCK, and going over it
- * is ENOMEM with nothing pinned.  Root with CAP_IPC_LOCK may go over.
+ * is ENOMEM with nothing pinned; BENCH is charged the same way while it
+ * runs.  Root with CAP_IPC_LOCK may go over.
  * The per-file cap holds for everyone.
  */
 #define _GNU_SOURCE
@@ -32,6 +33,31 @@ static void over_limit(int fd, char *buf, uint64_t held)
 		 (unsigned long long)held);
 }
 
+/* BENCH pins long-term for the call: charged like a PIN while it runs. */
+static int bench(int fd, char *buf, uint64_t len)
+{
+	struct mreg_bench b = {
+		.size = sizeof(b), .method = MREG_BENCH_PUP_FAST,
+		.flags = MREG_BENCH_FLAG_WRITE | MREG_BENCH_FLAG_LONGTERM,
+		.addr = (uintptr_t)buf, .length = len,
+	};
+
+	return mt_ioctl(fd, MREG_IOC_BENCH, &b);
+}
+
+static void bench_charged(int fd, char *buf)
+{
+	struct mreg_info info;
+
+	MT_EXPECT_ERR(bench(fd, buf, LIMIT / 2), 0, "BENCH up to the limit");
+	MT_EXPECT_ERR(bench(fd, buf, LIMIT / 2 + MT_PAGE), -ENOMEM,
+		      "BENCH one page over the limit");
+	mt_info(fd, &info);
+	MT_CHECK(info.mm_pinned_pages == LIMIT_PAGES / 2,
+		 "BENCH left pinned_vm at %llu",
+		 (unsigned long long)info.mm_pinned_pages);
+}
+
 static int unprivileged(void)
 {
 	char *buf = mt_map(2 * LIMIT, MT_PAGE);
@@ -58,8 +84,9 @@ static int unprivileged(void)
 	MT_EXPECT_ERR(mt_unpin(fd, p.out_handle), 0, "UNPIN");
 	mt_info(fd, &info);
 	MT_CHECK(info.mm_pinned_pages == LIMIT_PAGES / 2, "uncharge");
+	bench_charged(fd, buf + LIMIT);
 	close(fd);
-	printf("non-root: RLIMIT_MEMLOCK enforced, ENOMEM leaves nothing pinned\n");
+	printf("non-root: RLIMIT_MEMLOCK enforced on PIN and BENCH, ENOMEM leaves nothing pinned\n");
 	return 0;
 }
 
