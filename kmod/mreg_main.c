@@ -13,6 +13,12 @@
 
 #include "mreg_priv.h"
 
+/*
+ * The ABI passes addresses and lengths as u64 and the code keeps them in
+ * unsigned long; Kbuild and dkms.conf refuse 32-bit kernels, this too.
+ */
+static_assert(sizeof(unsigned long) == sizeof(u64));
+
 /* 1 GiB of 4 KiB pages: enough for the 256 MiB benches, small for a guest. */
 unsigned long mreg_max_pin_pages_per_file = 1UL << 18;
 module_param_named(max_pin_pages_per_file, mreg_max_pin_pages_per_file,
