@@ -13,15 +13,21 @@
 
 #include "mreg_priv.h"
 
+/*
+ * Under mf->lock, as SET_LIMIT checks the pages pinned now under it: a
+ * charge never lands between its check and its store of a lower cap.
+ */
 static int mreg_account_file(struct mreg_file *mf, unsigned long npages)
 {
-	u64 total = atomic64_add_return(npages, &mf->pinned_pages);
+	int ret = 0;
 
-	if (total > READ_ONCE(mf->max_pages)) {
-		atomic64_sub(npages, &mf->pinned_pages);
-		return -ENOMEM;
-	}
-	return 0;
+	mutex_lock(&mf->lock);
+	if (npages > mf->max_pages - atomic64_read(&mf->pinned_pages))
+		ret = -ENOMEM;
+	else
+		atomic64_add(npages, &mf->pinned_pages);
+	mutex_unlock(&mf->lock);
+	return ret;
 }
 
 static int mreg_account_mm(struct mm_struct *mm, unsigned long npages)
@@ -89,7 +95,8 @@ void mreg_account_uncharge(struct mreg_file *mf, struct mreg_pin_obj *pin)
  * @max_pages: new cap, at most the module parameter
  *
  * Return: 0, or -EINVAL when @max_pages is above the module parameter or
- * below what the file holds pinned now.
+ * below what the file holds pinned now (charges are serialised with this
+ * by mf->lock).
  */
 int mreg_account_set_limit(struct mreg_file *mf, u64 max_pages)
 {

@@ -20,7 +20,7 @@
  * struct mreg_file - state of one open of /dev/mreg
  * @pins: handle -> struct mreg_pin_obj, handles start at 1
  * @next_handle: allocation cursor for xa_alloc_cyclic()
- * @lock: held by SET_LIMIT
+ * @lock: serialises the per-file cap check of a charge with SET_LIMIT
  * @pinned_pages: pages pinned through this file
  * @max_pages: cap on @pinned_pages
  *
@@ -32,7 +32,7 @@
 struct mreg_file {
 	struct xarray pins;
 	u32 next_handle;
-	struct mutex lock;	/* SET_LIMIT */
+	struct mutex lock;	/* cap check of a charge vs SET_LIMIT */
 	atomic64_t pinned_pages;
 	u64 max_pages;
 };
