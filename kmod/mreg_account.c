@@ -124,9 +124,10 @@ void mreg_account_info(struct mreg_file *mf, struct mreg_info *info)
 	info->abi_version = MREG_ABI_VERSION;
 	info->page_size = PAGE_SIZE;
 	info->caps = MREG_CAP_MEMFD;
-	if (capable(CAP_SYS_ADMIN))
+	/* A probe, not a privileged operation: leave no audit record. */
+	if (ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN))
 		info->caps |= MREG_CAP_PHYS;
-	if (capable(CAP_IPC_LOCK))
+	if (ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK))
 		info->caps |= MREG_CAP_IPC_LOCK;
 	info->file_max_pages = READ_ONCE(mf->max_pages);
 	info->file_pinned_pages = atomic64_read(&mf->pinned_pages);
