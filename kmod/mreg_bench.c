@@ -24,6 +24,8 @@
 #include "mreg_priv.h"
 
 #define MREG_BENCH_FLAGS (MREG_BENCH_FLAG_WRITE | MREG_BENCH_FLAG_LONGTERM)
+/* Sized by userspace: charged to its memcg, and no splat when too big. */
+#define MREG_BENCH_GFP	(GFP_KERNEL_ACCOUNT | __GFP_NOWARN)
 
 /**
  * struct mreg_bench_run - state of one benchmark run
@@ -262,13 +264,15 @@ static int mreg_bench_alloc(struct mreg_bench_run *r)
 {
 	bool memfd = r->cmd->method == MREG_BENCH_MEMFD_PIN_FOLIOS;
 
-	r->census = kvcalloc(r->nr_pages, sizeof(*r->census), GFP_KERNEL);
+	/* Not zeroed: entries are written before they are read. */
+	r->census = kvmalloc_array(r->nr_pages, sizeof(*r->census),
+				   MREG_BENCH_GFP);
 	if (memfd)
-		r->folios = kvcalloc(r->nr_pages, sizeof(*r->folios),
-				     GFP_KERNEL);
+		r->folios = kvmalloc_array(r->nr_pages, sizeof(*r->folios),
+					   MREG_BENCH_GFP);
 	else
-		r->pages = kvcalloc(r->nr_pages, sizeof(*r->pages),
-				    GFP_KERNEL);
+		r->pages = kvmalloc_array(r->nr_pages, sizeof(*r->pages),
+					  MREG_BENCH_GFP);
 	if (!r->census || (memfd ? !r->folios : !r->pages)) {
 		mreg_bench_free(r);
 		return -ENOMEM;

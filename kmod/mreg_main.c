@@ -9,7 +9,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 
 #include "mreg_priv.h"
 
@@ -21,10 +23,34 @@ static_assert(sizeof(unsigned long) == sizeof(u64));
 
 /* 1 GiB of 4 KiB pages: enough for the 256 MiB benches, small for a guest. */
 unsigned long mreg_max_pin_pages_per_file = 1UL << 18;
-module_param_named(max_pin_pages_per_file, mreg_max_pin_pages_per_file,
-		   ulong, 0644);
+
+/*
+ * Bounded by the RAM of the machine: PIN and BENCH allocate arrays of
+ * this many pointers, and no file can pin more than there is anyway.
+ */
+static int mreg_param_set_max(const char *val, const struct kernel_param *kp)
+{
+	unsigned long n;
+	int ret;
+
+	ret = kstrtoul(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > totalram_pages())
+		return -EINVAL;
+	WRITE_ONCE(mreg_max_pin_pages_per_file, n);
+	return 0;
+}
+
+static const struct kernel_param_ops mreg_param_max_ops = {
+	.set = mreg_param_set_max,
+	.get = param_get_ulong,
+};
+
+module_param_cb(max_pin_pages_per_file, &mreg_param_max_ops,
+		&mreg_max_pin_pages_per_file, 0644);
 MODULE_PARM_DESC(max_pin_pages_per_file,
-		 "Cap on pages pinned through one open file (default 262144)");
+		 "Cap on pages pinned through one open file, 1..RAM pages (default 262144)");
 
 static struct miscdevice mreg_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
