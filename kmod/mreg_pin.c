@@ -435,6 +435,10 @@ static int mreg_put_extent(struct mreg_query *cmd, unsigned long n,
 		e.phys = page_to_phys(pin->pages[first]);
 	if (copy_to_user(dst, &e, min_t(size_t, sizeof(e), cmd->extent_size)))
 		return -EFAULT;
+	/* A newer, larger struct gets zeros where this module has no field. */
+	if (cmd->extent_size > sizeof(e) &&
+	    clear_user(dst + sizeof(e), cmd->extent_size - sizeof(e)))
+		return -EFAULT;
 	return 0;
 }
 
