@@ -12,13 +12,17 @@
  *  - Fields named __reserved must be zero, else EINVAL.
  *  - User pointers are passed as __aligned_u64; there are no pointers,
  *    longs or size_t, so 32-bit and 64-bit layouts are identical.
- *  - Output fields are written back for the first @size bytes only.
+ *  - Output fields are written back for the first @size bytes only, and
+ *    only by the ioctls that have outputs (INFO, BENCH, PIN, QUERY).
+ *    UNPIN, SET_LIMIT and READ never write the struct back, so they do
+ *    not fail with EFAULT after having done their work.
+ *  - The module is built for 64-bit kernels >= 6.12 only.
  *
  * Errors common to every ioctl: EFAULT (bad argument pointer), EINVAL
  * (@size smaller than the first version of the struct, unknown flags,
  * non-zero reserved fields), E2BIG (non-zero bytes beyond what this module
  * knows), ENOTTY (unknown ioctl number), EINTR (fatal signal while
- * pinning).
+ * pinning, reading or querying).
  */
 #ifndef _UAPI_MREG_H
 #define _UAPI_MREG_H
@@ -61,7 +65,8 @@ enum mreg_info_caps {
  * @flags: must be 0
  * @abi_version: out, MREG_ABI_VERSION of the module
  * @page_size: out, PAGE_SIZE of the kernel
- * @caps: out, bitmask of enum mreg_info_caps for this caller
+ * @caps: out, bitmask of enum mreg_info_caps for this caller (probed
+ *        without audit records)
  * @__reserved: must be 0
  * @file_max_pages: out, cap on pages pinned through this open file
  * @file_pinned_pages: out, pages pinned through this open file now
@@ -93,6 +98,9 @@ struct mreg_info {
  *
  * Lowers (or raises up to the module parameter max_pin_pages_per_file) the
  * per-file cap.  A process can so bound what a library may pin.
+ *
+ * Checked under the same lock as the per-file cap check of PIN and BENCH,
+ * so a concurrent PIN either counts in "pinned now" or sees the new cap.
  *
  * Errors: EINVAL if @max_pages is above the module parameter or below the
  * pages this file holds pinned now.
@@ -159,14 +167,24 @@ enum mreg_bench_flags {
  * @order_hist: out, @order_hist[o] counts the distinct folios of order o
  *
  * Pins the range once, as gup_test does, then releases it; nothing stays
- * pinned and nothing is charged to RLIMIT_MEMLOCK.  The folio census is
- * taken between get and put, outside both timings.
+ * pinned.  The folio census is taken between get and put, outside both
+ * timings.  Because the device is open to everyone and the pins may be
+ * long-term, the call is charged like a PIN while it runs: @length pages
+ * to the per-file cap and to the caller's mm->pinned_vm against
+ * RLIMIT_MEMLOCK (unless it has CAP_IPC_LOCK), uncharged on return.
+ *
+ * For memfd_pin_folios the memfd must be open for reading, and for
+ * writing too with MREG_BENCH_FLAG_WRITE (see struct mreg_pin about
+ * seals).
  *
  * Errors: EINVAL (bad method, flags, alignment, overflow, @length 0 or
- * above the per-file cap, not a memfd), ENOMEM, EFAULT (a GUP call pinned
- * nothing: unmapped, PROT_NONE for the access, VM_IO/VM_PFNMAP), and any
- * error returned by the first GUP call.  A later short call ends the loop
- * and @nr_pages says how far it got.
+ * above the per-file cap, not a memfd), EBADF (@memfd not open), EACCES
+ * (@memfd open without the access), ENOMEM (RLIMIT_MEMLOCK or per-file
+ * cap exceeded with the pins of this file and mm, or no memory), EFAULT
+ * (a GUP call pinned nothing: unmapped, PROT_NONE for the access,
+ * VM_IO/VM_PFNMAP), and any error returned by the first GUP call.  A
+ * later short call, or a fatal signal, ends the loop and @nr_pages says
+ * how far it got.
  */
 struct mreg_bench {
 	__u32 size;
@@ -191,7 +209,8 @@ struct mreg_bench {
  * enum mreg_pin_flags - flags of struct mreg_pin
  * @MREG_PIN_FLAG_MEMFD: pin file pages of @memfd from @addr (a file offset)
  *                       with memfd_pin_folios(), one pin per folio
- * @MREG_PIN_FLAG_READONLY: pin without FOLL_WRITE
+ * @MREG_PIN_FLAG_READONLY: pin without FOLL_WRITE; for a memfd, allows
+ *                          an O_RDONLY file
  */
 enum mreg_pin_flags {
 	MREG_PIN_FLAG_MEMFD = 1 << 0,
@@ -218,14 +237,28 @@ enum mreg_pin_flags {
  * mappings are pinned with pin_user_pages_fast(FOLL_WRITE | FOLL_LONGTERM)
  * in large batches; memfds with memfd_pin_folios().  The pages are charged
  * to the caller's mm->pinned_vm against RLIMIT_MEMLOCK unless it has
- * CAP_IPC_LOCK, and always to the per-file cap.
+ * CAP_IPC_LOCK, and always to the per-file cap.  On unpin, pages of a
+ * writable pin are marked dirty (memfd folios too).
+ *
+ * The handle becomes valid only once the reply has been copied out: if
+ * it cannot be (EFAULT), nothing stays pinned and the handle is unused.
+ *
+ * A memfd must be open for reading, and for writing too unless
+ * MREG_PIN_FLAG_READONLY.  Its seals are not checked: the kernel does not
+ * export them to modules, so a writable pin of an F_SEAL_WRITE or
+ * F_SEAL_FUTURE_WRITE memfd opened O_RDWR is not refused; owners of
+ * sealed memfds must not hand out O_RDWR descriptors to untrusted code.
  *
  * Errors: EINVAL (unaligned, zero or overflowing range, bad flags, memfd
  * not shmem/hugetlbfs, range past end of memfd), EBADF (@memfd not open),
- * ENOMEM (RLIMIT_MEMLOCK or per-file cap exceeded, or no memory; nothing
- * stays pinned), EFAULT (part of the range is unmapped, PROT_NONE, VM_IO
- * or VM_PFNMAP; nothing stays pinned), EOPNOTSUPP (memfd pinning needs
- * kernel >= 6.11), ENOSPC (handle space exhausted), EINTR.
+ * EACCES (@memfd open without the access the pin needs), ENOMEM
+ * (RLIMIT_MEMLOCK or per-file cap exceeded, or no memory; nothing stays
+ * pinned), EFAULT (part of the range is unmapped, PROT_NONE, VM_IO or
+ * VM_PFNMAP; a writable pin of a shared file mapping whose filesystem
+ * tracks dirty pages (not shmem, hugetlbfs); the reply could not be
+ * written; nothing stays pinned), EOPNOTSUPP (the range maps fsdax
+ * files, which cannot be pinned long-term), ENOSPC (handle space
+ * exhausted), EINTR.
  */
 struct mreg_pin {
 	__u32 size;
@@ -268,14 +301,18 @@ struct mreg_extent {
  * @extents: user pointer to an array of struct mreg_extent
  * @nr_extents: in, entries in @extents; out, extents of the pin
  * @extent_size: sizeof(struct mreg_extent) as userspace knows it (>= 32);
- *               the kernel writes min(@extent_size, its own) bytes per entry
+ *               the kernel writes @extent_size bytes per entry: its own
+ *               struct, then zeros for the bytes it does not know
+ * @__reserved2: must be 0
  *
  * Fills @extents in increasing @offset order.  Consecutive pages are in
  * one extent while they are in the same folio and physically consecutive.
+ * An UNPIN racing with QUERY removes the handle at once; the pages stay
+ * pinned until QUERY returns.
  *
  * Errors: ENOENT (unknown handle), EMSGSIZE (@nr_extents too small: it is
  * set to the number needed, and nothing else is written), EINVAL
- * (@extent_size < 32).
+ * (@extent_size < 32), EFAULT (@extents not writable), EINTR.
  */
 struct mreg_query {
 	__u32 size;
@@ -298,7 +335,10 @@ struct mreg_query {
  * @__reserved: must be 0
  *
  * Releases the pin and its RLIMIT_MEMLOCK charge.  The handle is not
- * reused until the handle space wraps.
+ * reused until the handle space wraps.  The handle is gone on return; if
+ * a QUERY or READ of it is still running, the pages are unpinned and
+ * uncharged when that call returns.  A handle that a concurrent PIN has
+ * not returned yet is unknown (ENOENT).
  *
  * Errors: ENOENT (unknown or already unpinned handle).
  */
@@ -323,10 +363,12 @@ struct mreg_unpin {
  *
  * Copies bytes out through the pinned pages (kmap_local_page()), that is
  * what a device doing DMA to the pinned pages sees, whatever the process
- * has mapped at the address since.
+ * has mapped at the address since.  @length 0 is valid and copies
+ * nothing (the handle and @offset are still checked).  The copy holds a
+ * reference on the pin, no lock: a slow @dst blocks no other ioctl.
  *
  * Errors: ENOENT (unknown handle), EINVAL (@offset + @length beyond the
- * pin or overflowing), EFAULT (@dst not writable).
+ * pin or overflowing), EFAULT (@dst not writable), EINTR.
  */
 struct mreg_read {
 	__u32 size;
