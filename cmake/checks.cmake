@@ -18,3 +18,10 @@ set_tests_properties(guest_kmod PROPERTIES
 # builds the objects it touches, checkpatch --strict.
 add_test(NAME kernel_series COMMAND ${PROJECT_SOURCE_DIR}/kernel/build.sh check)
 set_tests_properties(kernel_series PROPERTIES TIMEOUT 2400 LABELS kernel)
+
+# The harness checks itself: a warning, a leaked pin, a timeout, a panic
+# and a hang must each come back as a failure, 77 as a skip.
+add_test(NAME guest_harness COMMAND ${PROJECT_SOURCE_DIR}/tests/guest/harness-check.sh)
+set_tests_properties(guest_harness PROPERTIES
+  SKIP_RETURN_CODE 77 TIMEOUT 1200 LABELS vm RESOURCE_LOCK qemu
+  ENVIRONMENT MREG_BUILD_DIR=${PROJECT_BINARY_DIR})
