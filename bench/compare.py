@@ -87,7 +87,8 @@ def main():
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     text, everything = [], []
-    for kind in ("registration", "fio"):
+    kinds = sorted(p.parent.name for p in pathlib.Path(stock_dir).glob("*/results.json"))
+    for kind in kinds:
         s, ks = cells(stock_dir, kind)
         p, kp = cells(patched_dir, kind)
         r = rows(s, p)

@@ -4,7 +4,8 @@
 # both in the qemu guest: io_uring, verbs on rxe, VFIO MAP_DMA, iommufd,
 # mreg.ko's GUP methods, fio O_DIRECT on null_blk, then the kernel's own
 # gup_test matrix (kernel/build.sh bench). Writes OUT/compare.{md,png}.
-#   bench/compare.sh BUILD_DIR [--sizes 256m,1g] [--reps N]
+#   bench/compare.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N] [--no-build]
+# --no-build uses the kernels kernel/build.sh already left in build/kernel.
 # TCG timings are emulated: the ratios, taken within one run, are the result.
 set -euo pipefail
 
@@ -12,12 +13,14 @@ build=$(cd "${1:?usage: bench/compare.sh BUILD_DIR [options]}" && pwd)
 shift
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$build/compare
-sizes=256m,1g reps=5
+sizes=256m big=1g reps=5 build_kernels=1
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sizes) sizes=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
+	--big) big=$2; shift 2 ;;
+	--no-build) build_kernels=""; shift ;;
 	*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -39,16 +42,18 @@ bench_on() {
 	local v=$1 k
 	k=$(kernel_out "$v")
 	"$top/bench/guest.sh" "$build" --label "own-$v" --sizes "$sizes" \
-		--reps "$reps" --ko "$(module_for "$v")" \
+		--big "$big" --reps "$reps" --ko "$(module_for "$v")" \
 		--kernel "$k/bzImage" --modules "$(ls -d "$k"/modules/lib/modules/* | head -n 1)"
 }
 
 mkdir -p "$out"
-"$top/kernel/build.sh" stock
-"$top/kernel/build.sh" patched
+if [ -n "$build_kernels" ]; then
+	"$top/kernel/build.sh" stock
+	"$top/kernel/build.sh" patched
+fi
 bench_on stock
 bench_on patched
 /usr/bin/python3 "$top/bench/compare.py" \
 	"$build/guest-bench/own-stock/vm/results/bench" \
 	"$build/guest-bench/own-patched/vm/results/bench" "$out"
-"$top/kernel/build.sh" bench | tee "$out/gup_test.md"
+[ -z "$build_kernels" ] || "$top/kernel/build.sh" bench | tee "$out/gup_test.md"

@@ -3,8 +3,9 @@
 # given): registration over io_uring, verbs (rxe), VFIO, iommufd, mreg.ko,
 # and fio O_DIRECT on null_blk. TCG timings are emulated: compare ratios
 # within one run, never absolute times.
-#   bench/guest.sh BUILD_DIR [--sizes 256m,1g] [--reps N] [--ko PATH|none]
-#                  [--label NAME] [mreg-vm run options...]
+#   bench/guest.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N]
+#                  [--ko PATH|none] [--label NAME] [mreg-vm run options...]
+# --big adds io_uring-only rows at those sizes (4k, 64k, 1m, 2m folios).
 # Without --ko, mreg.ko is built for the stock kernel (kmod/build.sh); pass
 # one built for another kernel with --ko, or --ko none to leave it out.
 set -euo pipefail
@@ -12,11 +13,12 @@ set -euo pipefail
 build=$(cd "${1:?usage: bench/guest.sh BUILD_DIR [options]}" && pwd)
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-sizes=256m reps=9 ko=auto label=stock vm_args=()
+sizes=256m big="" reps=9 ko=auto label=stock vm_args=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sizes) sizes=$2; shift 2 ;;
+	--big) big=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
 	--ko) ko=$2; shift 2 ;;
 	--label) label=$2; shift 2 ;;
@@ -37,6 +39,8 @@ make_payload() {
 FOLIOS=4k,16k,64k,1m,2m-pte,2m-pmd
 FIO_FOLIOS=4k,16k,64k,1m
 SIZES=$sizes
+BIG_SIZES=$big
+BIG_FOLIOS=4k,64k,1m,2m-pte,2m-pmd
 REPS=$reps
 FIO_RUNTIME=2
 CONF
@@ -44,7 +48,7 @@ CONF
 
 # A 1 GB buffer needs room beside the guest's own memory.
 guest_mem() {
-	case "$sizes" in *g*) echo 4G ;; *) echo 2G ;; esac
+	case "$sizes$big" in *g*) echo 4G ;; *) echo 2G ;; esac
 }
 
 # The stock kernel's module, unless told otherwise; the bench runs
