@@ -6,6 +6,7 @@
  * middle of a range, and a range above RLIMIT_MEMLOCK without CAP_IPC_LOCK.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +27,12 @@ struct bad_case {
 	const char *msg; /* the argument the message must name */
 };
 
-static int expect_fail(struct mreg_domain *d, const struct bad_case *c)
+/*
+ * @check_pins is false for unprivileged callers: they cannot flush the
+ * per-CPU counters (stat_refresh is root-only), so their parent checks.
+ */
+static int expect_fail_pins(struct mreg_domain *d, const struct bad_case *c,
+			    bool check_pins)
 {
 	struct mreg_region *r = NULL;
 	struct t_pins before;
@@ -41,10 +47,16 @@ static int expect_fail(struct mreg_domain *d, const struct bad_case *c)
 		"%s: message '%s' does "
 		"not name '%s'",
 		c->what, mreg_last_error(), c->msg);
-	T_CHECK(t_pins_balanced(&before), "%s: pins leaked", c->what);
+	T_CHECK(!check_pins || t_pins_balanced(&before), "%s: pins leaked",
+		c->what);
 	printf("  %-26s -> %-10s \"%s\"\n", c->what, strerror(-ret),
 	       mreg_last_error());
 	return T_PASS;
+}
+
+static int expect_fail(struct mreg_domain *d, const struct bad_case *c)
+{
+	return expect_fail_pins(d, c, true);
 }
 
 static void *map(size_t len, int prot)
@@ -143,20 +155,23 @@ static int memlock_child(void)
 	T_CHECK(c.addr, "mmap");
 	memset(c.addr, 1, len);
 	T_CHECK(!mreg_domain_open(&attr, &d), "%s", mreg_last_error());
-	return expect_fail(d, &c);
+	return expect_fail_pins(d, &c, false);
 }
 
 static int memlock_case(void)
 {
+	struct t_pins before;
 	int status;
 	pid_t pid;
 
+	t_pins_read(&before);
 	pid = fork();
 	if (!pid)
 		_exit(memlock_child());
 	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork");
 	T_CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
 		"RLIMIT_MEMLOCK case failed in the child");
+	T_CHECK(t_pins_balanced(&before), "above RLIMIT_MEMLOCK: pins leaked");
 	return T_PASS;
 }
 
