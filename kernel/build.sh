@@ -236,6 +236,9 @@ cmd_selftests() {
 	done
 	gcc -O2 -Wall -Wextra -static -I"$SRC" -isystem "$OUT/headers/usr/include" \
 		-o "$pay/bin/foliobench" "$KDIR/bench/foliobench.c"
+	gcc -O2 -Wall -Wextra -static -pthread -I"$SRC" \
+		-isystem "$OUT/headers/usr/include" \
+		-o "$pay/bin/batchedge" "$KDIR/tests/batchedge.c"
 	cp "$KDIR"/guest/tests/* "$pay/tests/"
 	log "payload: $pay"
 }

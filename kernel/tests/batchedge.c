@@ -1,0 +1,960 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * batchedge: correctness tests at the edges of the GUP batching series
+ * (PTE-mapped large folios batched in gup_fast_pte_range() and in slow
+ * GUP's follow_page_pte()), through the kernel's /sys/kernel/debug/gup_test.
+ *
+ *   batchedge -f KB [-i ITERATIONS] [-c CASE]...
+ *
+ * -f 64 expects 64 kB mTHP folios (the caller enables only that size);
+ * -f 2048 expects 2 MB THPs, which are split into PTE mappings by an
+ * mprotect() round trip on one page, then MADV_NOHUGEPAGE keeps khugepaged
+ * away. Every case verifies the folio sizes through /proc/kpageflags first.
+ *
+ * Which pages GUP returned is checked by content: every 4 kB page holds a
+ * tag (case, page index, generation) at its start and end, and
+ * PIN_LONGTERM_TEST_START + PIN_LONGTERM_TEST_READ copy out the pinned
+ * pages themselves, so page i of the result must carry tag i. START uses
+ * pin_user_pages_fast() (GUP-fast, then the slow path for the rest) or
+ * pin_user_pages() (the slow path) and fails as a whole unless every page
+ * was pinned. DUMP_USER_PAGES_TEST gives the exact count of one
+ * get/pin_user_pages() call: it zeroes the which_pages[] entries beyond it.
+ *
+ * Exit: 0 all cases passed (some may be skipped), 1 a failure, 77 all
+ * skipped.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mm/gup_test.h"
+
+#define PG		4096UL
+#define PMD_SZ		(2UL << 20)
+#define FOLL_WRITE	0x01
+#define KPF_HEAD	(1ULL << 15)
+#define KPF_TAIL	(1ULL << 16)
+#define KPF_KSM		(1ULL << 21)
+#define PM_PRESENT	(1ULL << 63)
+#define PM_SOFT_DIRTY	(1ULL << 55)
+#define PM_PFN		((1ULL << 55) - 1)
+#define KSM_SYS		"/sys/kernel/mm/ksm/"
+
+static int gup_fd, pm_fd, kpf_fd;
+static unsigned long nrp;	/* pages per folio under test */
+static unsigned int case_id;
+static int failures, passes, skips, failed_cases;
+static char *rdbuf;
+static unsigned long rdbuf_pages;
+
+static int cfail(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("  FAIL: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failures++;
+	return -1;
+}
+
+static uint64_t tag(unsigned long i, unsigned int gen)
+{
+	return 0xbe00000000000000ULL | ((uint64_t)case_id << 40) |
+	       ((uint64_t)gen << 32) | i;
+}
+
+static void tag_page(char *p, uint64_t t)
+{
+	memcpy(p, &t, 8);
+	memcpy(p + PG - 8, &t, 8);
+}
+
+/* Tag pages [0, n) of p with tags first, first+1, ... */
+static void tag_range(char *p, unsigned long n, unsigned long first,
+		      unsigned int gen)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++)
+		tag_page(p + i * PG, tag(first + i, gen));
+}
+
+/* PFN and folio geometry of the page at p, from pagemap and kpageflags. */
+static uint64_t pfn_of(const void *p)
+{
+	uint64_t ent = 0;
+
+	if (pread(pm_fd, &ent, 8, (uintptr_t)p / PG * 8) != 8 ||
+	    !(ent & PM_PRESENT))
+		return 0;
+	return ent & PM_PFN;
+}
+
+static uint64_t kflags(uint64_t pfn)
+{
+	uint64_t f = 0;
+
+	if (pread(kpf_fd, &f, 8, pfn * 8) != 8)
+		return 0;
+	return f;
+}
+
+/* Number of pages of the folio whose head is at pfn, 1 for a small one. */
+static unsigned long folio_pages(uint64_t pfn)
+{
+	unsigned long n = 1;
+
+	if (!(kflags(pfn) & KPF_HEAD))
+		return 1;
+	while (n < 1UL << 20 && (kflags(pfn + n) & KPF_TAIL))
+		n++;
+	return n;
+}
+
+/* Every nrp-page block of [p, p + nf * nrp) is one whole folio, in order. */
+static int verify_folios(char *p, unsigned long nf)
+{
+	unsigned long f, i;
+	uint64_t head;
+
+	for (f = 0; f < nf; f++) {
+		head = pfn_of(p + f * nrp * PG);
+		if (!head || !(kflags(head) & KPF_HEAD) ||
+		    folio_pages(head) != nrp)
+			return -1;
+		for (i = 1; i < nrp; i++)
+			if (pfn_of(p + (f * nrp + i) * PG) != head + i)
+				return -1;
+	}
+	return 0;
+}
+
+/*
+ * nf folios of nrp pages, PMD-aligned, tagged 0..nf*nrp-1 (generation 0).
+ * NULL if the kernel did not give us that layout.
+ */
+static char *alloc_folios(unsigned long nf)
+{
+	unsigned long size = nf * nrp * PG, off;
+	char *raw, *p;
+	int try;
+
+	for (try = 0; try < 3; try++) {
+		raw = mmap(NULL, size + PMD_SZ, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (raw == MAP_FAILED)
+			return NULL;
+		p = (char *)(((uintptr_t)raw + PMD_SZ - 1) & ~(PMD_SZ - 1));
+		if (p > raw)
+			munmap(raw, p - raw);
+		munmap(p + size, raw + PMD_SZ - p);
+		madvise(p, size, MADV_HUGEPAGE);
+		tag_range(p, nf * nrp, 0, 0);
+		if (nrp * PG == PMD_SZ) {
+			/* Part of a PMD changing protection splits the PMD only. */
+			for (off = 0; off < size; off += PMD_SZ)
+				if (mprotect(p + off, PG, PROT_READ) ||
+				    mprotect(p + off, PG, PROT_READ | PROT_WRITE))
+					return NULL;
+			madvise(p, size, MADV_NOHUGEPAGE);
+		}
+		if (!verify_folios(p, nf))
+			return p;
+		munmap(p, size);
+	}
+	return NULL;
+}
+
+/* ---- gup_test wrappers ---- */
+
+static int lt_start(void *addr, unsigned long n, int write, int fast)
+{
+	struct pin_longterm_test t = {
+		.addr = (uintptr_t)addr, .size = n * PG,
+		.flags = (write ? PIN_LONGTERM_TEST_FLAG_USE_WRITE : 0) |
+			 (fast ? PIN_LONGTERM_TEST_FLAG_USE_FAST : 0),
+	};
+
+	return ioctl(gup_fd, PIN_LONGTERM_TEST_START, &t) ? -errno : 0;
+}
+
+static void lt_stop(void)
+{
+	ioctl(gup_fd, PIN_LONGTERM_TEST_STOP);
+}
+
+static int lt_read(unsigned long n)
+{
+	uint64_t a = (uintptr_t)rdbuf;
+
+	if (n > rdbuf_pages)
+		return -E2BIG;
+	memset(rdbuf, 0, n * PG);
+	return ioctl(gup_fd, PIN_LONGTERM_TEST_READ, &a) ? -errno : 0;
+}
+
+static const char *how(int write, int fast)
+{
+	static const char *s[] = { "read/slow", "read/fast", "write/slow",
+				   "write/fast" };
+
+	return s[!!write * 2 + !!fast];
+}
+
+/* The pinned pages' contents against exp[0..n) (both tag copies). */
+static int cmp_read(const char *what, unsigned long n, const uint64_t *exp)
+{
+	unsigned long i;
+	uint64_t a, b;
+	int r = lt_read(n);
+
+	if (r)
+		return cfail("%s: PIN_LONGTERM_TEST_READ: %s", what,
+			     strerror(-r));
+	for (i = 0; i < n; i++) {
+		memcpy(&a, rdbuf + i * PG, 8);
+		memcpy(&b, rdbuf + i * PG + PG - 8, 8);
+		if (a != exp[i] || b != exp[i])
+			return cfail("%s: pinned page %lu holds %#llx/%#llx, "
+				     "expected %#llx", what, i,
+				     (unsigned long long)a,
+				     (unsigned long long)b,
+				     (unsigned long long)exp[i]);
+	}
+	return 0;
+}
+
+/* Pin [addr, addr + n), the pages must carry exp[]; unpin. */
+static int pin_check(const char *what, char *addr, unsigned long n,
+		     const uint64_t *exp, int write, int fast)
+{
+	char msg[160];
+	int r;
+
+	snprintf(msg, sizeof(msg), "%s (%s, %lu pages at +%#lx)", what,
+		 how(write, fast), n, (unsigned long)((uintptr_t)addr % PMD_SZ));
+	r = lt_start(addr, n, write, fast);
+	if (r)
+		return cfail("%s: PIN_LONGTERM_TEST_START: %s", msg,
+			     strerror(-r));
+	r = cmp_read(msg, n, exp);
+	lt_stop();
+	return r;
+}
+
+/* Every pin mode over the range; exp built from the current tags in addr. */
+static int pin_check_all(const char *what, char *addr, unsigned long n,
+			 int allow_write)
+{
+	uint64_t *exp = calloc(n, 8);
+	unsigned long i;
+	int m, r = 0;
+
+	for (i = 0; i < n; i++)
+		memcpy(&exp[i], addr + i * PG, 8);
+	for (m = 0; m < (allow_write ? 4 : 2); m++)
+		r |= pin_check(what, addr, n, exp, m >> 1, m & 1);
+	free(exp);
+	return r;
+}
+
+/* Pinning the range with this mode must fail as a whole. */
+static int pin_refused(const char *what, char *addr, unsigned long n,
+		       int write, int fast)
+{
+	int r = lt_start(addr, n, write, fast);
+
+	if (!r) {
+		lt_stop();
+		return cfail("%s (%s): pinned %lu pages, expected an error",
+			     what, how(write, fast), n);
+	}
+	return 0;
+}
+
+static int gup_call(unsigned long cmd, void *addr, unsigned long n,
+		    unsigned int npc, unsigned int flags, struct gup_test *g)
+{
+	*g = (struct gup_test){ .addr = (uintptr_t)addr, .size = n * PG,
+				.nr_pages_per_call = npc, .gup_flags = flags };
+	return ioctl(gup_fd, cmd, g) ? -errno : 0;
+}
+
+/*
+ * One get/pin_user_pages() call over n pages must return exactly want
+ * pages: DUMP_USER_PAGES_TEST zeroes the which_pages[] entries beyond the
+ * count it got, so page want must be kept and page want + 1 zeroed.
+ */
+static int expect_count(const char *what, void *addr, unsigned long n,
+			int write, int pin, long want)
+{
+	struct gup_test g = { .addr = (uintptr_t)addr, .size = n * PG,
+			      .nr_pages_per_call = n,
+			      .gup_flags = write ? FOLL_WRITE : 0,
+			      .test_flags = pin ?
+				GUP_TEST_FLAG_DUMP_PAGES_USE_PIN : 0 };
+
+	g.which_pages[0] = want > 0 ? want : 0;
+	g.which_pages[1] = want + 1;
+	if (ioctl(gup_fd, DUMP_USER_PAGES_TEST, &g))
+		return cfail("%s: DUMP_USER_PAGES_TEST: %s", what,
+			     strerror(errno));
+	if ((want > 0 && !g.which_pages[0]) || g.which_pages[1])
+		return cfail("%s: %s_user_pages(%s) over %lu pages returned "
+			     "%s %ld pages", what, pin ? "pin" : "get",
+			     write ? "FOLL_WRITE" : "read", n,
+			     g.which_pages[1] ? "more than" : "fewer than",
+			     want);
+	return 0;
+}
+
+/* The benchmark ioctls: n pages in calls of npc must all be taken. */
+static int bench_all(const char *what, void *addr, unsigned long n,
+		     unsigned int npc, int write)
+{
+	static const unsigned long cmds[] = { GUP_FAST_BENCHMARK,
+		PIN_FAST_BENCHMARK, PIN_LONGTERM_BENCHMARK, GUP_BASIC_TEST,
+		PIN_BASIC_TEST };
+	static const char *names[] = { "GUP_FAST", "PIN_FAST", "PIN_LONGTERM",
+				       "GUP_BASIC", "PIN_BASIC" };
+	struct gup_test g;
+	unsigned int c;
+	int r;
+
+	for (c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		r = gup_call(cmds[c], addr, n, npc, write ? FOLL_WRITE : 0, &g);
+		if (r)
+			return cfail("%s: %s: %s", what, names[c],
+				     strerror(-r));
+		if (g.size != n * PG)
+			return cfail("%s: %s -n %u: took %llu of %lu bytes",
+				     what, names[c], npc,
+				     (unsigned long long)g.size, n * PG);
+	}
+	return 0;
+}
+
+/* ---- cases ---- */
+
+/*
+ * A hole punched in a folio: GUP up to the hole, across it (must fail) and
+ * from the mapped tail of the folio into the next folio.
+ */
+static int case_munmap(void)
+{
+	unsigned long q = nrp / 4;
+	char *p = alloc_folios(2);
+	int r = 0, m;
+
+	if (!p)
+		return 77;
+	if (munmap(p + q * PG, q * PG))
+		return cfail("munmap: %s", strerror(errno));
+	for (m = 0; m < 4; m++)
+		r |= pin_refused("across the hole", p, 2 * nrp, m >> 1, m & 1);
+	r |= expect_count("up to the hole", p, nrp, 0, 1, q);
+	r |= expect_count("up to the hole", p, nrp, 1, 0, q);
+	r |= pin_check_all("mapped head of the folio", p, q, 1);
+	r |= pin_check_all("mapped tail into the next folio", p + 2 * q * PG,
+			   2 * nrp - 2 * q, 1);
+	r |= pin_check_all("one page after the hole", p + 2 * q * PG, 1, 1);
+	r |= bench_all("mapped tail, benchmarks", p + 2 * q * PG,
+		       2 * nrp - 2 * q, nrp, 1);
+	munmap(p, 2 * nrp * PG);
+	return r;
+}
+
+/*
+ * mremap() the first half of a folio to just after the second half: the
+ * PTEs then map the folio's pages h..nrp-1, 0..h-1, all of one folio but
+ * not in PFN order across the boundary. Each half alone and both together.
+ */
+static int case_mremap(void)
+{
+	unsigned long h = nrp / 2, i;
+	char *p = alloc_folios(2), *dst;
+	uint64_t *exp;
+	int r = 0, m;
+
+	if (!p)
+		return 77;
+	if (munmap(p + nrp * PG, nrp * PG))
+		return cfail("munmap: %s", strerror(errno));
+	dst = mremap(p, h * PG, h * PG, MREMAP_MAYMOVE | MREMAP_FIXED,
+		     p + nrp * PG);
+	if (dst == MAP_FAILED)
+		return cfail("mremap: %s", strerror(errno));
+	exp = calloc(nrp, 8);
+	for (i = 0; i < nrp; i++)
+		exp[i] = tag((i + h) % nrp, 0);
+	for (m = 0; m < 4; m++) {
+		r |= pin_check("halves swapped", p + h * PG, nrp, exp, m >> 1,
+			       m & 1);
+		r |= pin_check("second half in place", p + h * PG, h, exp,
+			       m >> 1, m & 1);
+		r |= pin_check("first half moved", dst, h, exp + h, m >> 1,
+			       m & 1);
+		r |= pin_check("across the seam, unaligned",
+			       p + (h + 1) * PG, nrp - 2, exp + 1, m >> 1,
+			       m & 1);
+	}
+	r |= expect_count("halves swapped", p + h * PG, nrp, 1, 1, nrp);
+	r |= bench_all("halves swapped, benchmarks", p + h * PG, nrp, nrp, 1);
+	free(exp);
+	munmap(p + h * PG, nrp * PG);
+	return r;
+}
+
+/*
+ * PROT_READ on the second quarter of a folio: read GUP over the folio
+ * works, write GUP stops exactly at the read-only part and returns the
+ * right pages for the writable parts.
+ */
+static int case_wrbit(void)
+{
+	unsigned long q = nrp / 4;
+	char *p = alloc_folios(2);
+	int r = 0, f;
+
+	if (!p)
+		return 77;
+	if (mprotect(p + q * PG, q * PG, PROT_READ))
+		return cfail("mprotect: %s", strerror(errno));
+	r |= pin_check_all("whole folio, RO quarter", p, 2 * nrp, 0);
+	for (f = 0; f < 2; f++) {
+		r |= pin_refused("over the RO quarter", p, nrp, 1, f);
+		r |= pin_refused("RO quarter only", p + q * PG, q, 1, f);
+	}
+	r |= expect_count("write up to the RO quarter", p, nrp, 1, 1, q);
+	r |= expect_count("write up to the RO quarter", p, nrp, 1, 0, q);
+	r |= expect_count("read over the RO quarter", p, nrp, 0, 1, nrp);
+	r |= pin_check_all("RW head", p, q, 1);
+	r |= pin_check_all("RW tail into the next folio", p + 2 * q * PG,
+			   2 * nrp - 2 * q, 1);
+	r |= bench_all("whole folio, read benchmarks", p, 2 * nrp, nrp, 0);
+	munmap(p, 2 * nrp * PG);
+	return r;
+}
+
+/*
+ * After fork() the folios are shared read-only with a live child. A FOLL_PIN
+ * read in the parent must unshare: the pinned pages are the parent's own,
+ * so the child's later writes must not show in them and the parent's must.
+ * Also a write bit that differs inside one VMA: the parent writes one page
+ * of a shared folio (a 4 kB COW copy) before the pin.
+ */
+static int fork_one(const char *what, unsigned long skip, unsigned long n,
+		    int wr, int fast, unsigned long cow_page)
+{
+	char *base = alloc_folios(2), *p, msg[120], c;
+	int go[2], done[2], st, r = 0;
+	uint64_t *exp;
+	unsigned long i;
+	pid_t pid;
+
+	/* Fresh folios each time: an unshare leaves 4 kB copies behind. */
+	if (!base)
+		return 77;
+	p = base + skip * PG;
+	exp = calloc(n, 8);
+	tag_range(p, n, 0, 0);
+	if (pipe(go) || pipe(done))
+		return cfail("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		return cfail("fork: %s", strerror(errno));
+	if (!pid) {
+		/* Child: wait, then overwrite every page, report, wait. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		tag_range(p, n, 0, 7);
+		if (write(done[1], "d", 1) != 1)
+			_exit(1);
+		if (read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	if (cow_page < n)
+		tag_page(p + cow_page * PG, tag(cow_page, 1));
+	for (i = 0; i < n; i++)
+		exp[i] = tag(i, i == cow_page ? 1 : 0);
+	snprintf(msg, sizeof(msg), "%s (%s)", what, how(wr, fast));
+	r = lt_start(p, n, wr, fast);
+	if (r) {
+		r = cfail("%s: PIN_LONGTERM_TEST_START: %s", msg,
+			  strerror(-r));
+		goto out;
+	}
+	if (write(go[1], "g", 1) != 1 || read(done[0], &c, 1) != 1) {
+		r = cfail("%s: child did not write", msg);
+		goto stop;
+	}
+	r = cmp_read(msg, n, exp);
+	if (r)
+		goto stop;
+	/* The parent's writes land in the pinned pages. */
+	tag_range(p, n, 0, 2);
+	for (i = 0; i < n; i++)
+		exp[i] = tag(i, 2);
+	r = cmp_read(msg, n, exp);
+stop:
+	lt_stop();
+out:
+	if (write(go[1], "x", 1) < 0)
+		r = -1;
+	waitpid(pid, &st, 0);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+	free(exp);
+	munmap(base, 2 * nrp * PG);
+	return r;
+}
+
+static int case_fork(void)
+{
+	int r = 0, m, k;
+
+	for (m = 0; m < 4; m++) {
+		k = fork_one("shared folios", 0, 2 * nrp, m >> 1, m & 1, ~0UL);
+		if (k == 77)
+			return 77;
+		r |= k;
+		r |= fork_one("shared folios, unaligned", 3, 2 * nrp - 5,
+			      m >> 1, m & 1, ~0UL);
+		r |= fork_one("shared folios, one page COWed", 0, 2 * nrp,
+			      m >> 1, m & 1, nrp / 2 + 1);
+	}
+	return r == 77 ? -1 : r;
+}
+
+/*
+ * Ranges starting and ending inside folios: chunks of 123 pages (as
+ * gup_test -n 123) pinned one by one, every mode, plus the benchmarks with
+ * -n 123 and the exact count of one slow call.
+ */
+static int case_unaligned(void)
+{
+	unsigned long nf = nrp == 16 ? 32 : 3, n = nf * nrp - 8, off;
+	char *p = alloc_folios(nf), *s = p ? p + 3 * PG : NULL;
+	int r = 0;
+
+	if (!p)
+		return 77;
+	for (off = 0; off < n && !r; off += 123)
+		r |= pin_check_all("123-page chunk", s + off * PG,
+				   n - off < 123 ? n - off : 123, 1);
+	r |= pin_check_all("3 pages inside one folio", p + 5 * PG, 3, 1);
+	r |= pin_check_all("whole unaligned range", s, n, 1);
+	r |= bench_all("unaligned range -n 123", s, n, 123, 1);
+	r |= bench_all("unaligned range -n 1", s, nrp + 2, 1, 0);
+	r |= expect_count("unaligned range", s, n, 1, 1, n);
+	r |= expect_count("unaligned range", s, n, 0, 0, n);
+	munmap(p, nf * nrp * PG);
+	return r;
+}
+
+/*
+ * A write bit that changes inside one VMA and one folio, PFNs contiguous:
+ * clear_refs 4 write-protects every PTE and clears soft-dirty, then writing
+ * page 1 makes only that PTE writable again (the page is exclusive: reused,
+ * same PFN). A FOLL_WRITE GUP from page 1 on must take a write fault for
+ * every read-only PTE, which sets its soft-dirty bit: a batch that carried
+ * page 1's write permission over to its neighbours would leave them clean.
+ */
+static int sd_clear(void)
+{
+	int fd = open("/proc/self/clear_refs", O_WRONLY), r;
+
+	if (fd < 0)
+		return -1;
+	r = write(fd, "4", 1) == 1 ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+static unsigned long sd_count(char *p, unsigned long n)
+{
+	unsigned long i, c = 0;
+	uint64_t ent;
+
+	for (i = 0; i < n; i++)
+		if (pread(pm_fd, &ent, 8, ((uintptr_t)p / PG + i) * 8) == 8 &&
+		    (ent & PM_SOFT_DIRTY))
+			c++;
+	return c;
+}
+
+static int sd_one(char *p, unsigned long n, int mode)
+{
+	static const char *names[] = { "pin write fast", "pin write slow",
+				       "get write fast", "pin read fast" };
+	unsigned long sd;
+	struct gup_test g;
+	int r, wr = mode != 3;
+
+	if (sd_clear() || sd_count(p, n))
+		return 77;
+	tag_page(p + PG, tag(1, 0));
+	if (sd_count(p, n) != 1 || verify_folios(p, 2))
+		return cfail("soft-dirty: layout after clear_refs and one "
+			     "write is not [RO][W][RO...] over whole folios");
+	if (mode == 2) {
+		r = gup_call(GUP_FAST_BENCHMARK, p + PG, n - 1, n - 1,
+			     FOLL_WRITE, &g);
+		if (r || g.size != (n - 1) * PG)
+			return cfail("soft-dirty: GUP_FAST write: %s, %llu "
+				     "bytes", strerror(-r),
+				     (unsigned long long)g.size);
+	} else {
+		r = lt_start(p + PG, n - 1, wr, mode != 1);
+		if (r)
+			return cfail("soft-dirty: %s: %s", names[mode],
+				     strerror(-r));
+		lt_stop();
+	}
+	sd = sd_count(p, n);
+	/* Page 0 is outside the range; the others fault iff written. */
+	if (sd != (wr ? n - 1 : 1))
+		return cfail("soft-dirty: after %s from page 1 over %lu pages, "
+			     "%lu pages are soft-dirty, expected %lu",
+			     names[mode], n - 1, sd, wr ? n - 1 : 1UL);
+	return 0;
+}
+
+static int case_softdirty(void)
+{
+	unsigned long n = 2 * nrp;
+	char *p = alloc_folios(2);
+	int r = 0, m, k;
+
+	if (!p)
+		return 77;
+	for (m = 0; m < 4; m++) {
+		k = sd_one(p, n, m);
+		if (k == 77) {
+			printf("  skip: clear_refs 4 does not clear soft-dirty "
+			       "(CONFIG_MEM_SOFT_DIRTY)\n");
+			munmap(p, n * PG);
+			return 77;
+		}
+		r |= k;
+	}
+	r |= pin_check_all("after the soft-dirty rounds", p, n, 1);
+	munmap(p, n * PG);
+	return r;
+}
+
+/* ---- concurrent munmap, fork, mprotect and zap against GUP-fast ---- */
+
+struct race {
+	char *p;
+	unsigned long n;
+	volatile int stop;
+	int err;
+	unsigned long iters;
+};
+
+static void *race_gup(void *arg)
+{
+	static const unsigned long cmds[] = { PIN_FAST_BENCHMARK,
+		GUP_FAST_BENCHMARK, PIN_BASIC_TEST };
+	struct race *rc = arg;
+	struct gup_test g;
+	unsigned long i;
+	int r;
+
+	for (i = 0; i < rc->iters; i++) {
+		/*
+		 * Pins write: a read pin may meet the shared zero page the
+		 * munmap thread's fresh mapping faults in, which is not
+		 * pin-counted, and gup_test's own check WARNs about it.
+		 */
+		r = gup_call(cmds[i % 3], rc->p, rc->n,
+			     i & 1 ? nrp : 123,
+			     cmds[i % 3] != GUP_FAST_BENCHMARK ||
+			     (i >> 1) & 1 ? FOLL_WRITE : 0, &g);
+		if (r && r != -EFAULT) {
+			printf("  race: ioctl %lu: %s\n", i, strerror(-r));
+			rc->err = 1;
+			break;
+		}
+	}
+	rc->stop = 1;
+	return NULL;
+}
+
+static void *race_munmap(void *arg)
+{
+	struct race *rc = arg;
+	char *q = rc->p + nrp * PG, *m;
+
+	while (!rc->stop) {
+		munmap(q, nrp * PG);
+		m = mmap(q, nrp * PG, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (m == MAP_FAILED) {
+			rc->err = 1;
+			break;
+		}
+		tag_range(m, nrp, nrp, 0);
+		madvise(m + PG, 2 * PG, MADV_DONTNEED);
+	}
+	return NULL;
+}
+
+static void *race_mprotect(void *arg)
+{
+	struct race *rc = arg;
+	char *q = rc->p + (2 * nrp + nrp / 4) * PG;
+
+	while (!rc->stop) {
+		mprotect(q, nrp / 2 * PG, PROT_READ);
+		mprotect(q, nrp / 2 * PG, PROT_READ | PROT_WRITE);
+	}
+	return NULL;
+}
+
+static void *race_fork(void *arg)
+{
+	struct race *rc = arg;
+	pid_t pid;
+	int st;
+
+	while (!rc->stop) {
+		pid = fork();
+		if (!pid)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, &st, 0);
+		/* Writes after fork COW folios the GUP thread is batching. */
+		tag_range(rc->p + 3 * nrp * PG, nrp, 3 * nrp, 3);
+	}
+	return NULL;
+}
+
+static int case_race(unsigned long iters)
+{
+	void *(*fn[])(void *) = { race_gup, race_munmap, race_mprotect,
+				  race_fork };
+	struct race rc = { .n = 4 * nrp, .iters = iters };
+	pthread_t t[4];
+	int i;
+
+	rc.p = alloc_folios(4);
+	if (!rc.p)
+		return 77;
+	for (i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, fn[i], &rc))
+			return cfail("pthread_create: %s", strerror(errno));
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	if (rc.err)
+		return cfail("concurrent GUP loop (%lu iterations) reported an "
+			     "error", iters);
+	printf("  %lu GUP calls against munmap/mmap+zap, mprotect, fork\n",
+	       iters);
+	/* The region must still pin right once the dust settles. */
+	tag_range(rc.p, 4 * nrp, 0, 4);
+	i = pin_check_all("after the race", rc.p, 4 * nrp, 1);
+	munmap(rc.p, 4 * nrp * PG);
+	return i;
+}
+
+/* ---- KSM ---- */
+
+static int sys_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), r;
+
+	if (fd < 0)
+		return -1;
+	r = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+/*
+ * The first folio's pages all hold the same bytes, so ksmd merges them
+ * (splitting the folio) into one KSM page; the second folio keeps distinct
+ * tags. GUP reads see the KSM page; a FOLL_PIN must unshare every KSM page
+ * into the process's own copy, so a later write by the process shows in
+ * the pinned page.
+ */
+static int case_ksm(void)
+{
+	unsigned long i, merged = 0, n = 2 * nrp;
+	char *p = alloc_folios(2);
+	uint64_t *exp, first;
+	int r = 0, m, waited;
+	struct gup_test g;
+
+	if (!p)
+		return 77;
+	if (access(KSM_SYS "run", W_OK)) {
+		printf("  skip: no KSM in this kernel\n");
+		return 77;
+	}
+	for (i = 0; i < nrp; i++)
+		tag_page(p + i * PG, tag(0, 5));
+	if (madvise(p, n * PG, MADV_MERGEABLE))
+		return cfail("MADV_MERGEABLE: %s", strerror(errno));
+	sys_write(KSM_SYS "pages_to_scan", "5000");
+	sys_write(KSM_SYS "sleep_millisecs", "10");
+	sys_write(KSM_SYS "run", "1");
+	for (waited = 0; waited < 120; waited++) {
+		for (merged = 0, i = 0; i < nrp; i++)
+			if (kflags(pfn_of(p + i * PG)) & KPF_KSM)
+				merged++;
+		if (merged >= nrp / 2)
+			break;
+		usleep(500000);
+	}
+	if (merged < 2) {
+		sys_write(KSM_SYS "run", "2");
+		printf("  skip: ksmd merged %lu pages in %d s\n", merged,
+		       waited / 2);
+		return 77;
+	}
+	printf("  ksmd merged %lu of %lu identical pages in %d s\n", merged,
+	       nrp, waited / 2);
+	/*
+	 * Stop ksmd (run=0 keeps what it merged): it would merge a page
+	 * again as soon as its pin is gone, hiding whether the pin unshared.
+	 */
+	sys_write(KSM_SYS "run", "0");
+	first = pfn_of(p);
+	if (!(kflags(first) & KPF_KSM))
+		first = 0;
+	r |= gup_call(GUP_FAST_BENCHMARK, p, n, 123, 0, &g) ||
+	     g.size != n * PG ? cfail("GUP_FAST over KSM pages: %s, %llu bytes",
+				     strerror(errno),
+				     (unsigned long long)g.size) : 0;
+	r |= gup_call(GUP_BASIC_TEST, p, n, nrp, 0, &g) ||
+	     g.size != n * PG ? cfail("GUP_BASIC over KSM pages: %s, %llu bytes",
+				      strerror(errno),
+				      (unsigned long long)g.size) : 0;
+	r |= expect_count("KSM pages, get", p, n, 0, 0, n);
+	if (first && pfn_of(p) != first)
+		r |= cfail("a read get (no pin) unshared the KSM page");
+	exp = calloc(n, 8);
+	for (i = 0; i < n; i++)
+		exp[i] = i < nrp ? tag(0, 5) : tag(i, 0);
+	for (m = 0; m < 4; m++)
+		r |= pin_check("KSM + distinct pages", p, n, exp, m >> 1,
+			       m & 1);
+	if (first && (kflags(pfn_of(p)) & KPF_KSM))
+		r |= cfail("page 0 still maps a KSM page after a pin");
+	/* The pinned pages are the process's own: its writes show in them. */
+	if (!lt_start(p, n, 0, 1)) {
+		for (i = 0; i < nrp; i++) {
+			tag_page(p + i * PG, tag(i, 6));
+			exp[i] = tag(i, 6);
+		}
+		r |= cmp_read("KSM pages pinned, then written", n, exp);
+		lt_stop();
+	} else {
+		r |= cfail("KSM read pin: %s", strerror(errno));
+	}
+	r |= pin_check_all("after unsharing", p, n, 1);
+	sys_write(KSM_SYS "run", "2");
+	free(exp);
+	munmap(p, n * PG);
+	return r;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} cases[] = {
+	{ "munmap", case_munmap },
+	{ "mremap", case_mremap },
+	{ "wrbit", case_wrbit },
+	{ "fork", case_fork },
+	{ "unaligned", case_unaligned },
+	{ "softdirty", case_softdirty },
+	{ "ksm", case_ksm },
+};
+#define NCASES	(sizeof(cases) / sizeof(cases[0]))
+
+static void report(const char *name, int r)
+{
+	printf("batchedge %lukB %s: %s\n", nrp * 4, name,
+	       r == 77 ? "SKIP" : r ? "FAIL" : "ok");
+	if (r == 77)
+		skips++;
+	else if (r)
+		failed_cases++;
+	else
+		passes++;
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long iters = 2000;
+	const char *only[16];
+	int nonly = 0, c, k, i, r;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((c = getopt(argc, argv, "f:i:c:")) != -1) {
+		switch (c) {
+		case 'f': nrp = strtoul(optarg, NULL, 0) / 4; break;
+		case 'i': iters = strtoul(optarg, NULL, 0); break;
+		case 'c': if (nonly < 16) only[nonly++] = optarg; break;
+		default: return 2;
+		}
+	}
+	if (nrp != 16 && nrp != 512) {
+		fprintf(stderr, "usage: batchedge -f 64|2048 [-i N] [-c CASE]\n");
+		return 2;
+	}
+	gup_fd = open("/sys/kernel/debug/gup_test", O_RDWR);
+	pm_fd = open("/proc/self/pagemap", O_RDONLY);
+	kpf_fd = open("/proc/kpageflags", O_RDONLY);
+	if (gup_fd < 0 || pm_fd < 0 || kpf_fd < 0) {
+		printf("skip: need gup_test, pagemap and kpageflags (root)\n");
+		return 77;
+	}
+	rdbuf_pages = 4 * 512;
+	rdbuf = mmap(NULL, rdbuf_pages * PG, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (rdbuf == MAP_FAILED)
+		return 1;
+	madvise(rdbuf, rdbuf_pages * PG, MADV_NOHUGEPAGE);
+	for (k = 0; k < (int)NCASES + 1; k++) {
+		const char *name = k < (int)NCASES ? cases[k].name : "race";
+
+		for (i = 0; i < nonly && strcmp(only[i], name); i++)
+			;
+		if (nonly && i == nonly)
+			continue;
+		case_id = k + 1;
+		printf("batchedge %lukB %s:\n", nrp * 4, name);
+		r = k < (int)NCASES ? cases[k].fn() : case_race(iters);
+		if (r == 77)
+			printf("  skip: the %lu kB folio layout or feature "
+			       "was not available\n", nrp * 4);
+		report(name, r == 77 ? 77 : r ? 1 : 0);
+	}
+	printf("batchedge %lukB: %d passed, %d failed, %d skipped\n", nrp * 4,
+	       passes, failed_cases, skips);
+	if (failed_cases || failures)
+		return 1;
+	return passes ? 0 : 77;
+}
