@@ -45,7 +45,6 @@
 #define FOLL_WRITE	0x01
 #define KPF_HEAD	(1ULL << 15)
 #define KPF_TAIL	(1ULL << 16)
-#define KPF_KSM		(1ULL << 21)
 #define PM_PRESENT	(1ULL << 63)
 #define PM_SOFT_DIRTY	(1ULL << 55)
 #define PM_PFN		((1ULL << 55) - 1)
@@ -55,6 +54,7 @@ static int gup_fd, pm_fd, kpf_fd;
 static unsigned long nrp;	/* pages per folio under test */
 static unsigned int case_id;
 static int failures, passes, skips, failed_cases;
+static unsigned long pfns_checked;
 static char *rdbuf;
 static unsigned long rdbuf_pages;
 
@@ -209,7 +209,7 @@ static int lt_read(unsigned long n)
 
 static const char *how(int write, int fast)
 {
-	static const char *s[] = { "read/slow", "read/fast", "write/slow",
+	static const char * const s[] = { "read/slow", "read/fast", "write/slow",
 				   "write/fast" };
 
 	return s[!!write * 2 + !!fast];
@@ -322,6 +322,72 @@ static int expect_count(const char *what, void *addr, unsigned long n,
 	return 0;
 }
 
+/*
+ * The PFNs one get/pin_user_pages() call returned for pages idx[] of the
+ * range, against the PFNs the page tables map there. DUMP_USER_PAGES_TEST
+ * dump_page()s those pages into the kernel log ("---- page #N" followed by
+ * "page: ... pfn:0x..."), which /dev/kmsg gives back.
+ */
+static int expect_pfns(const char *what, char *addr, unsigned long n,
+		       int write, int pin, const unsigned int *idx, int cnt)
+{
+	struct gup_test g = { .addr = (uintptr_t)addr, .size = n * PG,
+			      .nr_pages_per_call = n,
+			      .gup_flags = write ? FOLL_WRITE : 0,
+			      .test_flags = pin ?
+				GUP_TEST_FLAG_DUMP_PAGES_USE_PIN : 0 };
+	unsigned long long got[GUP_TEST_MAX_PAGES_TO_DUMP] = { 0 }, v;
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK), k, cur = -1;
+	char rec[1024], *t;
+	ssize_t len;
+
+	if (fd < 0)
+		return cfail("%s: /dev/kmsg: %s", what, strerror(errno));
+	lseek(fd, 0, SEEK_END);
+	for (k = 0; k < cnt && k < GUP_TEST_MAX_PAGES_TO_DUMP; k++)
+		g.which_pages[k] = idx[k] + 1;
+	if (ioctl(gup_fd, DUMP_USER_PAGES_TEST, &g)) {
+		close(fd);
+		return cfail("%s: DUMP_USER_PAGES_TEST: %s", what,
+			     strerror(errno));
+	}
+	for (;;) {
+		len = read(fd, rec, sizeof(rec) - 1);
+		if (len < 0 && errno == EPIPE)
+			continue;
+		if (len <= 0)
+			break;
+		rec[len] = 0;
+		t = strstr(rec, "---- page #");
+		if (t) {
+			unsigned int pg = strtoul(t + 11, NULL, 10);
+
+			for (cur = -1, k = 0; k < cnt; k++)
+				if (idx[k] == pg)
+					cur = k;
+			continue;
+		}
+		t = strstr(rec, " pfn:0x");
+		if (t && cur >= 0 && strstr(rec, "page: refcount:")) {
+			v = strtoull(t + 7, NULL, 16);
+			got[cur] = v;
+			cur = -1;
+		}
+	}
+	close(fd);
+	for (k = 0; k < cnt && k < GUP_TEST_MAX_PAGES_TO_DUMP; k++) {
+		uint64_t want = pfn_of(addr + idx[k] * PG);
+
+		if (got[k] != want)
+			return cfail("%s: %s_user_pages page %u is pfn %#llx, "
+				     "the page table maps %#llx", what,
+				     pin ? "pin" : "get", idx[k], got[k],
+				     (unsigned long long)want);
+		pfns_checked++;
+	}
+	return 0;
+}
+
 /* The benchmark ioctls: n pages in calls of npc must all be taken. */
 static int bench_all(const char *what, void *addr, unsigned long n,
 		     unsigned int npc, int write)
@@ -329,7 +395,7 @@ static int bench_all(const char *what, void *addr, unsigned long n,
 	static const unsigned long cmds[] = { GUP_FAST_BENCHMARK,
 		PIN_FAST_BENCHMARK, PIN_LONGTERM_BENCHMARK, GUP_BASIC_TEST,
 		PIN_BASIC_TEST };
-	static const char *names[] = { "GUP_FAST", "PIN_FAST", "PIN_LONGTERM",
+	static const char * const names[] = { "GUP_FAST", "PIN_FAST", "PIN_LONGTERM",
 				       "GUP_BASIC", "PIN_BASIC" };
 	struct gup_test g;
 	unsigned int c;
@@ -369,6 +435,15 @@ static int case_munmap(void)
 	r |= expect_count("up to the hole", p, nrp, 0, 1, q);
 	r |= expect_count("up to the hole", p, nrp, 1, 0, q);
 	r |= pin_check_all("mapped head of the folio", p, q, 1);
+	{
+		unsigned int ix[] = { 0, 1, nrp - 2 * q - 1, nrp - 2 * q,
+				      nrp - 2 * q + 1, 2 * nrp - 2 * q - 1 };
+
+		for (m = 0; m < 4; m++)
+			r |= expect_pfns("mapped tail into the next folio",
+					 p + 2 * q * PG, 2 * nrp - 2 * q,
+					 m >> 1, m & 1, ix, 6);
+	}
 	r |= pin_check_all("mapped tail into the next folio", p + 2 * q * PG,
 			   2 * nrp - 2 * q, 1);
 	r |= pin_check_all("one page after the hole", p + 2 * q * PG, 1, 1);
@@ -413,6 +488,15 @@ static int case_mremap(void)
 			       m & 1);
 	}
 	r |= expect_count("halves swapped", p + h * PG, nrp, 1, 1, nrp);
+	{
+		unsigned int seam[] = { 0, 1, nrp - h - 2, nrp - h - 1,
+					nrp - h, nrp - h + 1, nrp - 2,
+					nrp - 1 };
+
+		for (m = 0; m < 4; m++)
+			r |= expect_pfns("halves swapped", p + h * PG, nrp,
+					 m >> 1, m & 1, seam, 8);
+	}
 	r |= bench_all("halves swapped, benchmarks", p + h * PG, nrp, nrp, 1);
 	free(exp);
 	munmap(p + h * PG, nrp * PG);
@@ -565,6 +649,14 @@ static int case_unaligned(void)
 	r |= bench_all("unaligned range -n 1", s, nrp + 2, 1, 0);
 	r |= expect_count("unaligned range", s, n, 1, 1, n);
 	r |= expect_count("unaligned range", s, n, 0, 0, n);
+	{
+		unsigned int ix[] = { 0, nrp - 4, nrp - 3, nrp - 2, 122, 123,
+				      n - 2, n - 1 };
+
+		for (off = 0; off < 4; off++)
+			r |= expect_pfns("unaligned range", s, n, off >> 1,
+					 off & 1, ix, 8);
+	}
 	munmap(p, nf * nrp * PG);
 	return r;
 }
@@ -602,7 +694,7 @@ static unsigned long sd_count(char *p, unsigned long n)
 
 static int sd_one(char *p, unsigned long n, int mode)
 {
-	static const char *names[] = { "pin write fast", "pin write slow",
+	static const char * const names[] = { "pin write fast", "pin write slow",
 				       "get write fast", "pin read fast" };
 	unsigned long sd;
 	struct gup_test g;
@@ -665,7 +757,7 @@ static int case_softdirty(void)
 struct race {
 	char *p;
 	unsigned long n;
-	volatile int stop;
+	int stop;	/* set by the GUP thread, __atomic */
 	int err;
 	unsigned long iters;
 };
@@ -695,7 +787,7 @@ static void *race_gup(void *arg)
 			break;
 		}
 	}
-	rc->stop = 1;
+	__atomic_store_n(&rc->stop, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -704,7 +796,7 @@ static void *race_munmap(void *arg)
 	struct race *rc = arg;
 	char *q = rc->p + nrp * PG, *m;
 
-	while (!rc->stop) {
+	while (!__atomic_load_n(&rc->stop, __ATOMIC_ACQUIRE)) {
 		munmap(q, nrp * PG);
 		m = mmap(q, nrp * PG, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -723,7 +815,7 @@ static void *race_mprotect(void *arg)
 	struct race *rc = arg;
 	char *q = rc->p + (2 * nrp + nrp / 4) * PG;
 
-	while (!rc->stop) {
+	while (!__atomic_load_n(&rc->stop, __ATOMIC_ACQUIRE)) {
 		mprotect(q, nrp / 2 * PG, PROT_READ);
 		mprotect(q, nrp / 2 * PG, PROT_READ | PROT_WRITE);
 	}
@@ -736,7 +828,7 @@ static void *race_fork(void *arg)
 	pid_t pid;
 	int st;
 
-	while (!rc->stop) {
+	while (!__atomic_load_n(&rc->stop, __ATOMIC_ACQUIRE)) {
 		pid = fork();
 		if (!pid)
 			_exit(0);
@@ -789,6 +881,34 @@ static int sys_write(const char *path, const char *val)
 	return r;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Pages of [p, p + n) that map a PFN another page of the range maps too:
+ * merged KSM pages. (6.12's /proc/kpageflags sets KPF_KSM for every anon
+ * page, since it tests mapping & PAGE_MAPPING_KSM, so it cannot tell.)
+ */
+static unsigned long shared_pfns(char *p, unsigned long n)
+{
+	uint64_t *pf = calloc(n, 8);
+	unsigned long i, c = 0;
+
+	for (i = 0; i < n; i++)
+		pf[i] = pfn_of(p + i * PG);
+	qsort(pf, n, 8, cmp_u64);
+	for (i = 0; i < n; i++)
+		if (pf[i] && ((i && pf[i - 1] == pf[i]) ||
+			      (i + 1 < n && pf[i + 1] == pf[i])))
+			c++;
+	free(pf);
+	return c;
+}
+
 /*
  * The first folio's pages all hold the same bytes, so ksmd merges them
  * (splitting the folio) into one KSM page; the second folio keeps distinct
@@ -818,9 +938,7 @@ static int case_ksm(void)
 	sys_write(KSM_SYS "sleep_millisecs", "10");
 	sys_write(KSM_SYS "run", "1");
 	for (waited = 0; waited < 120; waited++) {
-		for (merged = 0, i = 0; i < nrp; i++)
-			if (kflags(pfn_of(p + i * PG)) & KPF_KSM)
-				merged++;
+		merged = shared_pfns(p, nrp);
 		if (merged >= nrp / 2)
 			break;
 		usleep(500000);
@@ -831,16 +949,14 @@ static int case_ksm(void)
 		       waited / 2);
 		return 77;
 	}
-	printf("  ksmd merged %lu of %lu identical pages in %d s\n", merged,
-	       nrp, waited / 2);
+	printf("  ksmd merged %lu of %lu identical pages within %d.%d s\n",
+	       merged, nrp, (waited + 1) / 2, (waited + 1) % 2 * 5);
 	/*
 	 * Stop ksmd (run=0 keeps what it merged): it would merge a page
 	 * again as soon as its pin is gone, hiding whether the pin unshared.
 	 */
 	sys_write(KSM_SYS "run", "0");
 	first = pfn_of(p);
-	if (!(kflags(first) & KPF_KSM))
-		first = 0;
 	r |= gup_call(GUP_FAST_BENCHMARK, p, n, 123, 0, &g) ||
 	     g.size != n * PG ? cfail("GUP_FAST over KSM pages: %s, %llu bytes",
 				     strerror(errno),
@@ -850,16 +966,24 @@ static int case_ksm(void)
 				      strerror(errno),
 				      (unsigned long long)g.size) : 0;
 	r |= expect_count("KSM pages, get", p, n, 0, 0, n);
-	if (first && pfn_of(p) != first)
-		r |= cfail("a read get (no pin) unshared the KSM page");
+	{
+		unsigned int ix[] = { 0, 1, 2, 3, nrp - 2, nrp - 1, nrp,
+				      nrp + 1 };
+
+		r |= expect_pfns("KSM pages, get", p, n, 0, 0, ix, 8);
+	}
+	if (pfn_of(p) != first || shared_pfns(p, nrp) < merged)
+		r |= cfail("a read get (no pin) unshared KSM pages: %lu of %lu "
+			   "still shared", shared_pfns(p, nrp), merged);
 	exp = calloc(n, 8);
 	for (i = 0; i < n; i++)
 		exp[i] = i < nrp ? tag(0, 5) : tag(i, 0);
 	for (m = 0; m < 4; m++)
 		r |= pin_check("KSM + distinct pages", p, n, exp, m >> 1,
 			       m & 1);
-	if (first && (kflags(pfn_of(p)) & KPF_KSM))
-		r |= cfail("page 0 still maps a KSM page after a pin");
+	if (shared_pfns(p, nrp))
+		r |= cfail("%lu pages still map a shared KSM page after "
+			   "every page was pinned", shared_pfns(p, nrp));
 	/* The pinned pages are the process's own: its writes show in them. */
 	if (!lt_start(p, n, 0, 1)) {
 		for (i = 0; i < nrp; i++) {
@@ -890,6 +1014,7 @@ static const struct {
 	{ "softdirty", case_softdirty },
 	{ "ksm", case_ksm },
 };
+
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
 
 static void report(const char *name, int r)
@@ -909,15 +1034,23 @@ int main(int argc, char **argv)
 {
 	unsigned long iters = 2000;
 	const char *only[16];
-	int nonly = 0, c, k, i, r;
+	int nonly = 0, ncases = NCASES, c, k, i, r;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((c = getopt(argc, argv, "f:i:c:")) != -1) {
 		switch (c) {
-		case 'f': nrp = strtoul(optarg, NULL, 0) / 4; break;
-		case 'i': iters = strtoul(optarg, NULL, 0); break;
-		case 'c': if (nonly < 16) only[nonly++] = optarg; break;
-		default: return 2;
+		case 'f':
+			nrp = strtoul(optarg, NULL, 0) / 4;
+			break;
+		case 'i':
+			iters = strtoul(optarg, NULL, 0);
+			break;
+		case 'c':
+			if (nonly < 16)
+				only[nonly++] = optarg;
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (nrp != 16 && nrp != 512) {
@@ -937,8 +1070,8 @@ int main(int argc, char **argv)
 	if (rdbuf == MAP_FAILED)
 		return 1;
 	madvise(rdbuf, rdbuf_pages * PG, MADV_NOHUGEPAGE);
-	for (k = 0; k < (int)NCASES + 1; k++) {
-		const char *name = k < (int)NCASES ? cases[k].name : "race";
+	for (k = 0; k < ncases + 1; k++) {
+		const char *name = k < ncases ? cases[k].name : "race";
 
 		for (i = 0; i < nonly && strcmp(only[i], name); i++)
 			;
@@ -946,14 +1079,15 @@ int main(int argc, char **argv)
 			continue;
 		case_id = k + 1;
 		printf("batchedge %lukB %s:\n", nrp * 4, name);
-		r = k < (int)NCASES ? cases[k].fn() : case_race(iters);
+		r = k < ncases ? cases[k].fn() : case_race(iters);
 		if (r == 77)
 			printf("  skip: the %lu kB folio layout or feature "
 			       "was not available\n", nrp * 4);
 		report(name, r == 77 ? 77 : r ? 1 : 0);
 	}
-	printf("batchedge %lukB: %d passed, %d failed, %d skipped\n", nrp * 4,
-	       passes, failed_cases, skips);
+	printf("batchedge %lukB: %d passed, %d failed, %d skipped "
+	       "(%lu returned PFNs matched the page tables)\n", nrp * 4,
+	       passes, failed_cases, skips, pfns_checked);
 	if (failed_cases || failures)
 		return 1;
 	return passes ? 0 : 77;
