@@ -21,9 +21,10 @@ unpack() {
 }
 
 # A base commit, so that git format-patch has something to diff against.
+# Debian's top-level .gitignore ignores everything ("/*"), hence -f.
 commit_base() {
 	git -C "$DEV" init -q
-	git -C "$DEV" add -A
+	git -C "$DEV" add -f -A
 	git -C "$DEV" -c user.name=base -c user.email=base@localhost \
 		commit -q -m "Linux 6.12.117 (Debian linux-source-6.12)"
 }
