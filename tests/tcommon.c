@@ -160,3 +160,17 @@ int t_buf(const struct t_folio *c, uint64_t len, struct mreg_buf **buf)
 
 	return mreg_buf_alloc(&attr, buf);
 }
+
+int t_each_anon_folio(int (*fn)(const struct t_folio *c))
+{
+	struct t_folio cases[32];
+	int n, i, ret = T_PASS;
+
+	if (geteuid())
+		return t_skip(
+			"folio sizes are chosen through sysfs: needs root");
+	n = t_folio_cases(cases, 32, MREG_BACKING_ANON);
+	for (i = 0; i < n && !ret; i++)
+		ret = fn(&cases[i]);
+	return ret;
+}

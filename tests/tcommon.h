@@ -51,6 +51,11 @@ struct t_folio {
 };
 
 uint64_t t_pmd_size(void);
+/*
+ * Run @fn on every anonymous folio case, stopping at the first failure.
+ * Choosing folio sizes needs root: without it, a skip with the reason.
+ */
+int t_each_anon_folio(int (*fn)(const struct t_folio *c));
 /* Allocate a verified buffer of case @c, @len bytes. Return: 0 or -errno. */
 int t_buf(const struct t_folio *c, uint64_t len, struct mreg_buf **buf);
 /* 4 kB, every offered mTHP size, PMD size PMD- and PTE-mapped. */

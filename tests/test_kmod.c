@@ -67,17 +67,8 @@ static int run_case(const struct t_folio *c)
 
 int main(void)
 {
-	struct t_folio cases[32];
-	int n, i, ret = T_PASS;
-
 	t_init("test_kmod");
 	if (!mreg_backend_supported(MREG_BACKEND_KMOD))
 		return t_skip("no /dev/mreg (load kmod/mreg.ko)");
-	if (geteuid())
-		return t_skip(
-			"folio sizes are chosen through sysfs: needs root");
-	n = t_folio_cases(cases, 32, MREG_BACKING_ANON);
-	for (i = 0; i < n && !ret; i++)
-		ret = run_case(&cases[i]);
-	return ret;
+	return t_each_anon_folio(run_case);
 }

@@ -242,17 +242,11 @@ static int bad_access(void)
 
 int main(void)
 {
-	struct t_folio cases[32];
-	int n, i, ret = T_PASS;
+	int ret;
 
 	t_init("test_verbs");
 	if (!mreg_backend_supported(MREG_BACKEND_VERBS))
 		return t_skip("no RDMA device (load rdma_rxe and add rxe0)");
-	if (geteuid())
-		return t_skip(
-			"folio sizes are chosen through sysfs: needs root");
-	n = t_folio_cases(cases, 32, MREG_BACKING_ANON);
-	for (i = 0; i < n && !ret; i++)
-		ret = run_case(&cases[i]);
+	ret = t_each_anon_folio(run_case);
 	return ret ? ret : bad_access();
 }
