@@ -4,7 +4,7 @@
 set -euo pipefail
 
 declare -A PROFILE=(
-	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev"
+	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev dwarves"
 	[bench]="fio util-linux python3-matplotlib"
 	[format]="clang-format"
 )
