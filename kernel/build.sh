@@ -5,11 +5,12 @@
 #   kernel/build.sh config    write the shared .config (defconfig + fragments)
 #   kernel/build.sh stock     build the baseline kernel        -> build/kernel/stock
 #   kernel/build.sh patched   build with kernel/patches applied -> build/kernel/patched
-#   kernel/build.sh debug     patched + DEBUG_VM/PROVE_LOCKING  -> build/kernel/debug
+#   kernel/build.sh debug     patched + DEBUG_VM/PROVE_LOCKING/KASAN, from
+#                             its own tree              -> build/kernel/debug
 #   kernel/build.sh all       stock, patched and debug
 #   kernel/build.sh check     CI: series applies to a clean tree, each patch
 #                             builds its touched objects, checkpatch --strict
-#   kernel/build.sh selftests gup_test, cow, gup_longterm and foliobench
+#   kernel/build.sh selftests gup_test, cow, gup_longterm, iommufd, foliobench
 #                             from the same tree -> build/kernel/payload
 #   kernel/build.sh bench     boot stock then patched in tests/guest/mreg-vm,
 #                             run the kbench matrix, print the ratio table
@@ -165,7 +166,11 @@ cmd_patched() {
 	revert_series
 }
 
+# The debug variant has its own tree: its cold build takes over an hour
+# here, and the shared tree must stay free (and pristine, with the series
+# reverted) for stock and patched builds meanwhile.
 cmd_debug() {
+	SRC=$OUT/src-debug
 	cmd_source
 	apply_series
 	build_variant debug "$KDIR/config/debug.config"
