@@ -6,12 +6,14 @@
 # gup_test matrix (kernel/build.sh bench). Writes OUT/compare.{md,png}.
 #   bench/compare.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N] [--no-build]
 # --no-build uses the kernels kernel/build.sh already left in build/kernel.
-# TCG timings are emulated: the ratios, taken within one run, are the result.
+# TCG timings are emulated (and count guest instructions by default, see
+# bench/tcg-clock.sh): the ratios, taken within one run, are the result.
 set -euo pipefail
 
 build=$(cd "${1:?usage: bench/compare.sh BUILD_DIR [options]}" && pwd)
 shift
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/tcg-clock.sh"
 out=$build/compare
 sizes=256m big=1g reps=5 build_kernels=1
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The benchmark in the qemu guest (stock Debian 6.12 unless --kernel is
 # given): registration over io_uring, verbs (rxe), VFIO, iommufd, mreg.ko,
-# and fio O_DIRECT on null_blk. TCG timings are emulated: compare ratios
-# within one run, never absolute times.
+# and fio O_DIRECT on null_blk. TCG timings are emulated, and by default
+# count guest instructions (bench/tcg-clock.sh): compare ratios within one
+# run, never absolute times.
 #   bench/guest.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N]
 #                  [--ko PATH|none] [--label NAME] [mreg-vm run options...]
 # --big adds io_uring-only rows at those sizes (4k, 64k, 1m, 2m folios).
@@ -13,6 +14,7 @@ set -euo pipefail
 build=$(cd "${1:?usage: bench/guest.sh BUILD_DIR [options]}" && pwd)
 shift
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/tcg-clock.sh"
 sizes=256m big="" reps=9 ko=auto label=stock vm_args=()
 
 while [ $# -gt 0 ]; do
@@ -69,4 +71,4 @@ make_payload
 	--tests bench --mem "$(guest_mem)" --out "$out/vm" \
 	--test-timeout 2400 --timeout 3000 "${vm_args[@]}"
 sed -n 's/^\[bench\] //p' "$out/vm/console.log" | sed '/^mreg\[/d'
-echo "results: $out/vm/results (registration/, fio/); TCG figures: compare ratios only"
+echo "results: $out/vm/results (registration/, fio/); $MREG_TCG_CLOCK: compare ratios only"

@@ -271,6 +271,7 @@ run_guest() {
 # Stock, then patched, same payload and matrix, one after the other.
 cmd_bench() {
 	local rc=0
+	. "$ROOT/bench/tcg-clock.sh"
 	cmd_selftests
 	# A failing guest test must not stop the other kernel's run.
 	run_guest stock "${BENCH_TESTS:-kbench}" || rc=1

@@ -32,7 +32,8 @@ def main():
         sys.exit(__doc__)
     ks, stock = load(sys.argv[1])
     kp, patched = load(sys.argv[2])
-    print(f"stock {ks} vs patched {kp}; TCG guest, median us, "
+    clock = os.environ.get("MREG_TCG_CLOCK", "qemu TCG")
+    print(f"stock {ks} vs patched {kp}; {clock}, median us, "
           "speedup = stock/patched")
     print()
     print("| folio | test | write | MB | stock us | patched us | speedup "

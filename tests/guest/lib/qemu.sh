@@ -97,6 +97,17 @@ qemu_cmdline() {
 # interleave, so SMP code paths run.
 QEMU_ACCEL=${MREG_VM_ACCEL:-tcg,thread=single}
 
+# MREG_VM_ICOUNT=N makes the guest clock count instructions (2^N ns each)
+# instead of following the host's: a TCG timing then depends on what the
+# guest executed, not on what else ran on the host, so benchmark ratios
+# repeat. Idle time is skipped (sleep=off), so boots stay fast. The
+# benchmarks set it (bench/tcg-clock.sh); the tests leave it off, since it
+# roughly halves TCG's speed.
+qemu_icount_argv() {
+	case ${MREG_VM_ICOUNT:-off} in off) return 0 ;; esac
+	QEMU_ARGV+=(-icount "shift=$MREG_VM_ICOUNT,sleep=off")
+}
+
 qemu_argv() {
 	local initrd=$1 results=$2
 	QEMU_ARGV=(
@@ -110,6 +121,7 @@ qemu_argv() {
 		-display none -no-reboot
 		-kernel "$RUN_KERNEL" -initrd "$initrd" -append "$(qemu_cmdline)"
 	)
+	qemu_icount_argv
 	if [ -n "$RUN_SHELL" ]; then
 		QEMU_ARGV+=(-serial mon:stdio) # Ctrl-A X quits, Ctrl-A C: monitor
 	else
