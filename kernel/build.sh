@@ -8,12 +8,19 @@
 #   kernel/build.sh debug     patched + DEBUG_VM/PROVE_LOCKING/KASAN, from
 #                             its own tree              -> build/kernel/debug
 #   kernel/build.sh all       stock, patched and debug
+#   kernel/build.sh prefix N  the first N patches only  -> build/kernel/pN
 #   kernel/build.sh check     CI: series applies to a clean tree, each patch
 #                             builds its touched objects, checkpatch --strict
 #   kernel/build.sh selftests gup_test, cow, gup_longterm, iommufd, foliobench
 #                             from the same tree -> build/kernel/payload
-#   kernel/build.sh bench     boot stock then patched in tests/guest/mreg-vm,
-#                             run the kbench matrix, print the ratio table
+#   kernel/build.sh bench [stock p1 ... patched]
+#                             boot each kernel (default: stock, patched) in
+#                             tests/guest/mreg-vm, run the kbench matrix,
+#                             print a ratio table per step
+#   kernel/build.sh test [stock patched debug]
+#                             the full kernel test on each kernel: the
+#                             kernel's selftests, the batch-edge tests,
+#                             mreg.ko's suite and mreg's guest suite
 #
 # One source tree serves every variant: each variant has its own O= output
 # directory, and the patch series is applied before a patched build and
@@ -123,21 +130,28 @@ series() {
 		grep -v 0000-cover-letter || true
 }
 
-# Apply the series to the shared tree; a trap reverses it whatever happens,
-# so the tree goes back to pristine 6.12.117 for the next stock build.
+# Apply the series to the tree; a trap reverses it whatever happens, so
+# the tree goes back to pristine 6.12.117 for the next stock build. The
+# applied patches are kept in the tree, and the revert uses those copies:
+# the series in kernel/patches may be edited while a long build runs.
 apply_series() {
-	local p
-	for p in $(series); do
+	local p applied=$SRC/.mreg-applied n=${1:-1000}
+	[[ ! -d $applied ]] || revert_series
+	mkdir -p "$applied"
+	for p in $(series | head -n "$n"); do
 		patch -d "$SRC" -p1 -s --forward <"$p" || die "cannot apply $p"
+		cp "$p" "$applied/"
 	done
 	trap revert_series EXIT
 }
 
 revert_series() {
-	local p
-	for p in $(series | sort -r); do
-		patch -d "$SRC" -p1 -s -R <"$p" || log "cannot revert $p"
+	local p applied=$SRC/.mreg-applied
+	for p in $(ls "$applied"/*.patch 2>/dev/null | sort -r); do
+		patch -d "$SRC" -p1 -s -R <"$p" || die "cannot revert $p"
+		rm "$p"
 	done
+	rmdir "$applied" 2>/dev/null || true
 	trap - EXIT
 }
 
@@ -163,6 +177,17 @@ cmd_patched() {
 	cmd_source
 	apply_series
 	build_variant patched
+	revert_series
+}
+
+# The first N patches only, for the numbers in each patch's message: the
+# io_uring patch alone, then GUP-fast on top, then slow GUP.
+cmd_prefix() {
+	local n=${1:?usage: kernel/build.sh prefix N}
+	[[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || die "prefix: N must be a patch count"
+	cmd_source
+	apply_series "$n"
+	build_variant "p$n"
 	revert_series
 }
 
@@ -239,6 +264,7 @@ cmd_selftests() {
 			vm_util.c thp_settings.c -lm $(selftest_libs)) \
 			2>"$OUT/$t.log" || die "cannot build $t, see $OUT/$t.log"
 	done
+	iommufd_selftest "$pay/bin/iommufd"
 	gcc -O2 -Wall -Wextra -static -I"$SRC" -isystem "$OUT/headers/usr/include" \
 		-o "$pay/bin/foliobench" "$KDIR/bench/foliobench.c"
 	gcc -O2 -Wall -Wextra -static -pthread -I"$SRC" \
@@ -246,6 +272,35 @@ cmd_selftests() {
 		-o "$pay/bin/batchedge" "$KDIR/tests/batchedge.c"
 	cp "$KDIR"/guest/tests/* "$pay/tests/"
 	log "payload: $pay"
+}
+
+# The iommufd selftest of 6.12.117 does not build against 6.12.117's own
+# uapi and mock driver: stable backports brought in a requested hw_info
+# data type (in_data_type, IOMMU_HW_INFO_FLAG_INPUT_TYPE,
+# IOMMU_HW_INFO_TYPE_DEFAULT, from 6.17) and a PASID-capable mock device
+# (MOCK_FLAGS_DEVICE_PASID, MOCK_PASID_WIDTH). Every hw_info caller asks
+# for the default type, which is what 6.12 reports without the field, and
+# 6.12's mock has no PASID, so the copy drops the field and runs the one
+# PASID variant (iommufd_ioas.mock_domain) as a plain mock domain; the two
+# PASID constants only need to exist to compile. The copy's quoted
+# includes ("../kselftest_harness.h") resolve through -I to the tree.
+iommufd_selftest() {
+	local dir=$SRC/tools/testing/selftests/iommu tmp=$OUT/iommufd-selftest
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	cp "$dir/iommufd.c" "$tmp/"
+	sed -e '/\.in_data_type = data_type,/d' \
+	    -e '/cmd.flags |= IOMMU_HW_INFO_FLAG_INPUT_TYPE;/d' \
+	    -e '/if (data_type != IOMMU_HW_INFO_TYPE_DEFAULT)/d' \
+	    -e 's/IOMMU_HW_INFO_TYPE_DEFAULT/IOMMU_HW_INFO_TYPE_NONE/g' \
+	    "$dir/iommufd_utils.h" >"$tmp/iommufd_utils.h"
+	sed -i -e 's/IOMMU_HW_INFO_TYPE_DEFAULT/IOMMU_HW_INFO_TYPE_NONE/g' \
+	       -e 's/\.pasid_capable = true,/.pasid_capable = false,/' \
+		"$tmp/iommufd.c"
+	gcc -O2 -Wall -Wno-unused-function -D_GNU_SOURCE -I"$dir" \
+		-DMOCK_FLAGS_DEVICE_PASID=0 -DMOCK_PASID_WIDTH=0 \
+		-isystem "$OUT/headers/usr/include" -o "$1" "$tmp/iommufd.c" \
+		-lpthread 2>"$OUT/iommufd.log" ||
+		die "cannot build the iommufd selftest, see $OUT/iommufd.log"
 }
 
 selftest_libs() {
@@ -257,38 +312,121 @@ selftest_libs() {
 # the tests named in $2; results in build/kernel/results/<variant>.
 run_guest() {
 	local v=$1 tests=$2 obj=$OUT/$1 vm=$ROOT/tests/guest/mreg-vm
+	local res=$OUT/results/${3:-$1}
 	[[ -x $vm ]] || die "no harness at $vm"
 	[[ -f $obj/bzImage ]] || die "no $obj/bzImage: run kernel/build.sh $v"
 	mkdir -p /tmp/mreg "$OUT/results"
-	rm -rf "$OUT/results/$v"
+	rm -rf "$res"
 	"$vm" run --kernel "$obj/bzImage" \
 		--modules "$(ls -d "$obj"/modules/lib/modules/* | head -1)" \
 		--payload "$OUT/payload" --tests "$tests" --no-builtin \
 		--mem "${GUEST_MEM:-3G}" --timeout "${GUEST_TIMEOUT:-3000}" \
-		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$OUT/results/$v"
+		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$res" \
+		${GUEST_APPEND:+--append "$GUEST_APPEND"}
 }
 
 # Stock, then patched, same payload and matrix, one after the other.
+# Each kernel in turn, then a ratio table for each one against the one
+# before it (stock against patched by default; "stock p1 p4 patched" gives
+# each step of the series its own table).
 cmd_bench() {
-	local rc=0
+	local rc=0 v prev="" variants=("$@")
+	[[ ${#variants[@]} -gt 0 ]] || variants=(stock patched)
 	. "$ROOT/bench/tcg-clock.sh"
 	cmd_selftests
-	# A failing guest test must not stop the other kernel's run.
-	run_guest stock "${BENCH_TESTS:-kbench}" || rc=1
-	run_guest patched "${BENCH_TESTS:-kbench}" || rc=1
-	python3 "$KDIR/bench/ratio.py" "$OUT/results/stock" \
-		"$OUT/results/patched"
+	# A failing guest test must not stop the other kernels' runs.
+	for v in "${variants[@]}"; do
+		run_guest "$v" "${BENCH_TESTS:-kbench}" || rc=1
+	done
+	for v in "${variants[@]}"; do
+		if [[ -n $prev ]]; then
+			echo "## $prev -> $v"
+			python3 "$KDIR/bench/ratio.py" "$OUT/results/$prev" \
+				"$OUT/results/$v"
+			echo
+		fi
+		prev=$v
+	done
 	return "$rc"
 }
 
+# The kernel's own tests from this tree, then mreg's two guest suites with
+# mreg.ko built for the kernel under test. Every variant runs even when an
+# earlier one fails; the debug kernel (KASAN, lockdep) is given longer.
+# The iommufd selftest gets a boot without intel_iommu=on (see the test).
+KERNEL_TESTS="kselftests kselftests-cow batchedge"
+
+cmd_test() {
+	local v rc=0 variants=("$@")
+	[[ ${#variants[@]} -gt 0 ]] || variants=(stock patched debug)
+	cmd_selftests
+	for v in "${variants[@]}"; do
+		test_variant "$v" || rc=1
+	done
+	summarize_tests "${variants[@]}"
+	return "$rc"
+}
+
+test_variant() {
+	local v=$1 obj=$OUT/$1 mods rc=0 slow=1
+	[[ -f $obj/bzImage ]] || die "no $obj/bzImage: run kernel/build.sh $v"
+	mods=$(ls -d "$obj"/modules/lib/modules/* | head -1)
+	[[ $v != debug ]] || slow=4
+	log "$v: kernel selftests and batch edges"
+	GUEST_TIMEOUT=$((3000 * slow)) TEST_TIMEOUT=$((1200 * slow)) \
+		run_guest "$v" "$KERNEL_TESTS" "$v-kernel" || rc=1
+	GUEST_APPEND=intel_iommu=off TEST_TIMEOUT=$((600 * slow)) \
+		run_guest "$v" kselftests-iommufd "$v-iommufd" || rc=1
+	log "$v: mreg.ko suite"
+	KMOD_TEST_TIMEOUT=$((300 * slow)) "$ROOT/kmod/tests/run-guest.sh" \
+		--kernel "$obj/bzImage" --modules "$mods" --kdir "$obj" \
+		--out "$OUT/results/$v-kmod" || rc=1
+	log "$v: mreg guest suite"
+	"$ROOT/tests/vm/run.sh" "$ROOT/build" --kernel "$obj/bzImage" \
+		--modules "$mods" --out "$OUT/results/$v-mreg" \
+		--test-timeout $((300 * slow)) --timeout $((1800 * slow)) || rc=1
+	return "$rc"
+}
+
+# One line per guest test and kernel, from the harness's verdicts.
+summarize_tests() {
+	local v d
+	for v in "$@"; do
+		for d in "$OUT/results/$v-kernel" "$OUT/results/$v-iommufd" \
+			 "$OUT/results/$v-kmod" \
+			 "$OUT/results/$v-mreg"; do
+			[[ -f $d/console.log ]] || continue
+			grep -a '^MREG-RESULT' "$d/console.log" | sed "s/^/$v: /"
+		done
+	done
+}
+
 main() {
-	local cmd=${1:-}
-	case $cmd in
-	source | config | stock | patched | debug | check | selftests | bench)
-		"cmd_$cmd" ;;
-	all) cmd_stock; cmd_patched; cmd_debug ;;
-	*) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 2 ;;
-	esac
+	local cmd
+	[[ $# -gt 0 ]] || usage
+	if [[ $1 == test || $1 == bench ]]; then
+		cmd=$1
+		shift
+		"cmd_$cmd" "$@"
+		return
+	fi
+	if [[ $1 == prefix ]]; then
+		cmd_prefix "${2:-}"
+		return
+	fi
+	for cmd in "$@"; do
+		case $cmd in
+		source | config | stock | patched | debug | check | selftests)
+			"cmd_$cmd" ;;
+		all) cmd_stock; cmd_patched; cmd_debug ;;
+		*) usage ;;
+		esac
+	done
+}
+
+usage() {
+	sed -n '2,24p' "${BASH_SOURCE[0]}"
+	exit 2
 }
 
 main "$@"

@@ -81,9 +81,12 @@ assemble_payload() {
 }
 
 # mreg-vm takes the global qemu lock itself; do not take it here too.
+# KMOD_TEST_TIMEOUT raises the per-test limit, for slow (debug) kernels.
 run_guest() {
+	local tt=${KMOD_TEST_TIMEOUT:-300}
 	local args=(run --payload "$PAYLOAD" --no-builtin --tests "$TESTS"
-		--mem 2G --timeout 2400)
+		--mem 2G --timeout $((tt > 300 ? tt * 8 : 2400))
+		--test-timeout "$tt")
 	[ -z "$OUT" ] || args+=(--out "$OUT")
 	[ -z "$KERNEL" ] || args+=(--kernel "$KERNEL")
 	[ -z "$MODULES" ] || args+=(--modules "$MODULES")
