@@ -321,8 +321,7 @@ run_guest() {
 		--modules "$(ls -d "$obj"/modules/lib/modules/* | head -1)" \
 		--payload "$OUT/payload" --tests "$tests" --no-builtin \
 		--mem "${GUEST_MEM:-3G}" --timeout "${GUEST_TIMEOUT:-3000}" \
-		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$res" \
-		${GUEST_APPEND:+--append "$GUEST_APPEND"}
+		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$res"
 }
 
 # Stock, then patched, same payload and matrix, one after the other.
@@ -353,7 +352,8 @@ cmd_bench() {
 # The kernel's own tests from this tree, then mreg's two guest suites with
 # mreg.ko built for the kernel under test. Every variant runs even when an
 # earlier one fails; the debug kernel (KASAN, lockdep) is given longer.
-# The iommufd selftest gets a boot without intel_iommu=on (see the test).
+# The iommufd selftest gets a boot without the emulated intel-iommu (see
+# the test).
 KERNEL_TESTS="kselftests kselftests-cow batchedge"
 
 cmd_test() {
@@ -375,7 +375,7 @@ test_variant() {
 	log "$v: kernel selftests and batch edges"
 	GUEST_TIMEOUT=$((3000 * slow)) TEST_TIMEOUT=$((1200 * slow)) \
 		run_guest "$v" "$KERNEL_TESTS" "$v-kernel" || rc=1
-	GUEST_APPEND=intel_iommu=off TEST_TIMEOUT=$((600 * slow)) \
+	MREG_VM_IOMMU=off TEST_TIMEOUT=$((600 * slow)) \
 		run_guest "$v" kselftests-iommufd "$v-iommufd" || rc=1
 	log "$v: mreg.ko suite"
 	KMOD_TEST_TIMEOUT=$((300 * slow)) "$ROOT/kmod/tests/run-guest.sh" \
