@@ -3,7 +3,8 @@
 # config: kernel/build.sh), mreg.ko built for each, and the same matrix on
 # both in the qemu guest: io_uring, verbs on rxe, VFIO MAP_DMA, iommufd,
 # mreg.ko's GUP methods, fio O_DIRECT on null_blk, then the kernel's own
-# gup_test matrix (kernel/build.sh bench). Writes OUT/compare.{md,png}.
+# gup_test matrix (kernel/build.sh bench). Writes OUT/compare.{md,png}
+# and OUT/residual.md (each path's time beyond its bare pin).
 #   bench/compare.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N] [--no-build]
 # --no-build uses the kernels kernel/build.sh already left in build/kernel.
 # TCG timings are emulated (and count guest instructions by default, see
@@ -58,4 +59,7 @@ bench_on patched
 /usr/bin/python3 "$top/bench/compare.py" \
 	"$build/guest-bench/own-stock/vm/results/bench" \
 	"$build/guest-bench/own-patched/vm/results/bench" "$out"
+/usr/bin/python3 "$top/bench/residual.py" \
+	"$build/guest-bench/own-stock/vm/results/bench" \
+	"$build/guest-bench/own-patched/vm/results/bench" >"$out/residual.md"
 [ -z "$build_kernels" ] || "$top/kernel/build.sh" bench | tee "$out/gup_test.md"
