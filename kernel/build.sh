@@ -386,7 +386,7 @@ test_variant() {
 	MREG_VM_IOMMU=off TEST_TIMEOUT=$((600 * slow)) \
 		run_guest "$v" kselftests-iommufd "$v-iommufd" || rc=1
 	log "$v: mreg.ko suite"
-	KMOD_TEST_TIMEOUT=$((300 * slow)) "$ROOT/kmod/tests/run-guest.sh" --all \
+	KMOD_TEST_TIMEOUT=$((300 * slow)) "$ROOT/kmod/tests/run-guest.sh" --race-runs 10 \
 		--kernel "$obj/bzImage" --modules "$mods" --kdir "$obj" \
 		--out "$OUT/results/$v-kmod" || rc=1
 	log "$v: mreg guest suite"

@@ -367,6 +367,12 @@ struct mreg_unpin {
  * nothing (the handle and @offset are still checked).  The copy holds a
  * reference on the pin, no lock: a slow @dst blocks no other ioctl.
  *
+ * The copy is of the pages as they are at copy time, not a snapshot:
+ * pinned pages that are still mapped writable can be stored to while
+ * READ runs (it may sleep in a fault on @dst), so a word written
+ * concurrently can come out with some bytes from before the store and
+ * some from after, as with a DMA read or a memcpy() beside a writer.
+ *
  * Errors: ENOENT (unknown handle), EINVAL (@offset + @length beyond the
  * pin or overflowing), EFAULT (@dst not writable), EINTR.
  */

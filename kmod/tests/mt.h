@@ -31,10 +31,17 @@ void mt_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)
 		}							\
 	} while (0)
 
-/* Expect ioctl-style return @ret (0 or -errno) to equal @want. */
+/* Expect ioctl-style return @ret (0 or -errno) to equal @want.  @ret is
+ * evaluated once: it is usually the call under test. */
 #define MT_EXPECT_ERR(ret, want, what)					\
-	MT_CHECK((ret) == (want), "%s: got %d (%s), want %d", what,	\
-		 (int)(ret), (ret) ? strerror(-(ret)) : "ok", (int)(want))
+	do {								\
+		long mt_got_ = (ret), mt_want_ = (want);		\
+									\
+		MT_CHECK(mt_got_ == mt_want_,				\
+			 "%s: got %ld (%s), want %ld", what, mt_got_,	\
+			 mt_got_ ? strerror((int)-mt_got_) : "ok",	\
+			 mt_want_);					\
+	} while (0)
 
 /* Device: loads /mreg/ko/mreg.ko when /dev/mreg is missing; skips when
  * it cannot. */

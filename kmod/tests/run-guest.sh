@@ -2,13 +2,15 @@
 # Build mreg.ko and its tests on the host and run them in the qemu guest
 # through tests/guest/mreg-vm, by default on Debian's stock 6.12 kernel.
 #
-#   kmod/tests/run-guest.sh [--bench] [--all] [--tests "kmod-abi ..."] [--out DIR]
-#                           [--kernel BZIMAGE --modules DIR --kdir HEADERS]
+#   kmod/tests/run-guest.sh [--bench] [--race-runs N] [--tests "kmod-abi ..."]
+#                           [--out DIR] [--kernel BZIMAGE --modules DIR --kdir HEADERS]
 #
-# --all adds the quarantined tests (see QUARANTINED).
 # --bench adds kmod-kbench: mreg-kbench over 256 MB for every method and
 # folio size (table on the console, JSON in OUT/results/kmod-kbench/), and
 # kmod-fuzz-soak: the fuzz loop with 100000 calls.
+# --race-runs N adds kmod-race-repeat: kmod-race N times in a row in one
+# boot (MREG_RACE_SECONDS each, default 10 there), stopping at the first
+# failure.
 # Exit status: that of mreg-vm run (0 pass, 1 fail, 77 cannot run here).
 set -euo pipefail
 
@@ -17,18 +19,11 @@ TOP=$(cd "$HERE/../.." && pwd)
 PAYLOAD=$TOP/build/kmod/payload
 TESTS_DEFAULT="kmod-abi kmod-badinput kmod-pagemap kmod-folios kmod-bench
 kmod-close kmod-fork kmod-munmap kmod-memlock kmod-fuzz
-kmod-unpinrace kmod-memfdmode"
-# kmod-race fails now and then (about 1 run in 7 here, more under load):
-# a READ through a pin of page 410 returned page 265's pattern, on
-# Debian's stock 6.12 kernel, while pin/read/unpin raced munmap+mmap,
-# mprotect, MADV_DONTNEED and fork over a THP-aligned region. The cause
-# (the module, the test or the kernel) is not found yet, so it stays out
-# of the quick suite (CI) and runs in kernel/build.sh test (--all).
-QUARANTINED="kmod-race"
-BENCH='' ALL='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR=''
+kmod-unpinrace kmod-memfdmode kmod-tornread kmod-race kmod-unload"
+BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR=''
 
 usage() {
-	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -36,7 +31,7 @@ parse() {
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--bench) BENCH=1 && shift && continue ;;
-		--all) ALL=1 && shift && continue ;;
+		--race-runs) RACE_RUNS=$2 ;;
 		--tests) TESTS=$2 ;;
 		--out) OUT=$2 ;;
 		--kernel) KERNEL=$2 ;;
@@ -48,13 +43,8 @@ parse() {
 		shift 2
 	done
 	TESTS=${TESTS:-$(tr "\n" " " <<<"$TESTS_DEFAULT")}
-	if [ -n "$ALL" ]; then
-		TESTS="$TESTS $QUARANTINED"
-	else
-		echo "run-guest.sh: not running $QUARANTINED (quarantined," \
-			"see QUARANTINED in $0; --all runs it)" >&2
-	fi
 	[ -z "$BENCH" ] || TESTS="$TESTS kmod-kbench kmod-fuzz-soak"
+	[ -z "$RACE_RUNS" ] || TESTS="$TESTS kmod-race-repeat"
 }
 
 build_module() {
@@ -83,7 +73,19 @@ SH
 #!/bin/sh
 MREG_FUZZ_COUNT=100000 exec /mreg/tests/kmod-fuzz
 SH
-	chmod +x "$PAYLOAD/tests/kmod-kbench" "$PAYLOAD/tests/kmod-fuzz-soak"
+	cat >"$PAYLOAD/tests/kmod-race-repeat" <<SH
+#!/bin/sh
+export MREG_RACE_SECONDS=\${MREG_RACE_SECONDS:-10}
+i=1
+while [ \$i -le ${RACE_RUNS:-0} ]; do
+	echo "kmod-race run \$i of ${RACE_RUNS:-0}"
+	/mreg/tests/kmod-race || { echo "kmod-race failed in run \$i"; exit 1; }
+	i=\$((i + 1))
+done
+echo "PASS kmod-race ${RACE_RUNS:-0} runs in a row"
+SH
+	chmod +x "$PAYLOAD/tests/kmod-kbench" "$PAYLOAD/tests/kmod-fuzz-soak" \
+		"$PAYLOAD/tests/kmod-race-repeat"
 }
 
 assemble_payload() {
@@ -99,6 +101,9 @@ assemble_payload() {
 # KMOD_TEST_TIMEOUT raises the per-test limit, for slow (debug) kernels.
 run_guest() {
 	local tt=${KMOD_TEST_TIMEOUT:-300}
+	# kmod-race-repeat runs 10 s a time, and slower beside a loaded host.
+	[ -z "$RACE_RUNS" ] || [ $((RACE_RUNS * 30)) -le "$tt" ] ||
+		tt=$((RACE_RUNS * 30))
 	local args=(run --payload "$PAYLOAD" --no-builtin --tests "$TESTS"
 		--mem 2G --timeout $((tt > 300 ? tt * 8 : 2400))
 		--test-timeout "$tt")
