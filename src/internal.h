@@ -2,6 +2,7 @@
 #ifndef MREG_INTERNAL_H
 #define MREG_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -76,14 +77,32 @@ struct mreg_backend_ops {
 		       struct mreg_region_extent *ext, size_t *nr);
 };
 
+/*
+ * Threads may register and deregister on one domain at once.  @lock
+ * guards what they share: @nr_regions here and the backend's slot table
+ * or IOVA allocator.  It is never held across a registering kernel call,
+ * which the kernel serialises itself, so registrations of different
+ * regions pin in parallel.
+ */
 struct mreg_domain {
 	const struct mreg_backend_ops *ops;
 	void *priv;   /* backend state */
 	void *native; /* handle returned by mreg_domain_native() */
 	uint32_t max_regions;
 	uint32_t access;
-	uint32_t nr_regions;
+	pthread_mutex_t lock;
+	uint32_t nr_regions; /* registered or being registered */
 };
+
+static inline void mreg_domain_lock(struct mreg_domain *d)
+{
+	pthread_mutex_lock(&d->lock);
+}
+
+static inline void mreg_domain_unlock(struct mreg_domain *d)
+{
+	pthread_mutex_unlock(&d->lock);
+}
 
 struct mreg_region {
 	struct mreg_domain *domain;

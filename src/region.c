@@ -120,8 +120,10 @@ MREG_EXPORT int mreg_domain_open(const struct mreg_domain_attr *attr,
 	d->access = attr->comp_mask & MREG_DOMAIN_ATTR_ACCESS
 			    ? attr->access
 			    : MREG_ACCESS_LOCAL_WRITE;
+	pthread_mutex_init(&d->lock, NULL);
 	ret = ops->domain_open(d, attr);
 	if (ret) {
+		pthread_mutex_destroy(&d->lock);
 		free(d);
 		return ret;
 	}
@@ -131,12 +133,18 @@ MREG_EXPORT int mreg_domain_open(const struct mreg_domain_attr *attr,
 
 MREG_EXPORT int mreg_domain_close(struct mreg_domain *d)
 {
+	uint32_t busy;
+
 	if (!d)
 		return 0;
-	if (d->nr_regions)
+	mreg_domain_lock(d);
+	busy = d->nr_regions;
+	mreg_domain_unlock(d);
+	if (busy)
 		return mreg_fail(-EBUSY, "domain: %u regions still registered",
-				 d->nr_regions);
+				 busy);
 	d->ops->domain_close(d);
+	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return 0;
 }
@@ -161,8 +169,7 @@ const char *mreg_reg_hint(int err)
 	}
 }
 
-static int check_range(const struct mreg_domain *d, const void *addr,
-		       size_t len)
+static int check_range(const void *addr, size_t len)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 
@@ -183,12 +190,34 @@ static int check_range(const struct mreg_domain *d, const void *addr,
 				 "register: len %zu is not a multiple "
 				 "of the page size",
 				 len);
+	return 0;
+}
+
+/* Count the region in before registering it, so that concurrent
+ * registrations cannot overshoot max_regions together. */
+static int reserve_region(struct mreg_domain *d)
+{
+	int ret = 0;
+
+	mreg_domain_lock(d);
 	if (d->nr_regions >= d->max_regions)
-		return mreg_fail(-ENOSPC,
+		ret = -ENOSPC;
+	else
+		d->nr_regions++;
+	mreg_domain_unlock(d);
+	if (ret)
+		return mreg_fail(ret,
 				 "register: domain holds max_regions "
 				 "(%u) regions",
 				 d->max_regions);
 	return 0;
+}
+
+static void unreserve_region(struct mreg_domain *d)
+{
+	mreg_domain_lock(d);
+	d->nr_regions--;
+	mreg_domain_unlock(d);
 }
 
 MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
@@ -200,21 +229,26 @@ MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
 	if (!d || !out)
 		return mreg_fail(-EINVAL, "register: domain and out are "
 					  "required");
-	ret = check_range(d, addr, len);
+	ret = check_range(addr, len);
 	if (ret)
 		return ret;
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return -ENOMEM;
+		return mreg_fail(-ENOMEM, "register: out of memory");
+	ret = reserve_region(d);
+	if (ret) {
+		free(r);
+		return ret;
+	}
 	r->domain = d;
 	r->info.addr = (uintptr_t)addr;
 	r->info.length = len;
 	ret = d->ops->reg(d, r);
 	if (ret) {
+		unreserve_region(d);
 		free(r);
 		return ret;
 	}
-	d->nr_regions++;
 	*out = r;
 	return 0;
 }
@@ -229,7 +263,7 @@ MREG_EXPORT int mreg_region_deregister(struct mreg_region *r, uint64_t *ns)
 	ret = r->domain->ops->dereg(r->domain, r, &elapsed);
 	if (ret)
 		return ret;
-	r->domain->nr_regions--;
+	unreserve_region(r->domain);
 	if (ns)
 		*ns = elapsed;
 	free(r);

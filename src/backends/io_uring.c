@@ -71,7 +71,7 @@ static void uring_domain_close(struct mreg_domain *d)
 	free(u);
 }
 
-/* First run of @nr free slots, or -ENOSPC. */
+/* First run of @nr free slots, or -ENOSPC.  Called with the domain lock. */
 static int find_slots(const struct mreg_domain *d, uint32_t nr)
 {
 	const struct uring_domain *u = d->priv;
@@ -88,6 +88,30 @@ static int find_slots(const struct mreg_domain *d, uint32_t nr)
 	return -ENOSPC;
 }
 
+/* Claim @nr consecutive slots before any syscall, so that two threads
+ * registering at once never install into the same slot. */
+static int reserve_slots(struct mreg_domain *d, uint32_t nr)
+{
+	struct uring_domain *u = d->priv;
+	int first;
+
+	mreg_domain_lock(d);
+	first = find_slots(d, nr);
+	if (first >= 0)
+		memset(u->slot_used + first, 1, nr);
+	mreg_domain_unlock(d);
+	return first;
+}
+
+static void release_slots(struct mreg_domain *d, uint32_t first, uint32_t nr)
+{
+	struct uring_domain *u = d->priv;
+
+	mreg_domain_lock(d);
+	memset(u->slot_used + first, 0, nr);
+	mreg_domain_unlock(d);
+}
+
 /* Install @iov (or clear the slot with an empty one); time the syscall. */
 static int update_slot(struct uring_domain *u, uint32_t slot,
 		       const struct iovec *iov, uint64_t *ns)
@@ -98,10 +122,7 @@ static int update_slot(struct uring_domain *u, uint32_t slot,
 	ret = io_uring_register_buffers_update_tag(&u->ring, slot, iov, NULL,
 						   1);
 	*ns += mreg_now_ns() - t0;
-	if (ret < 0)
-		return ret;
-	u->slot_used[slot] = iov->iov_base != NULL;
-	return 0;
+	return ret < 0 ? ret : 0;
 }
 
 static void clear_slots(struct uring_domain *u, uint32_t first, uint32_t nr,
@@ -122,7 +143,7 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 	uint32_t done;
 	int first, ret = 0;
 
-	first = find_slots(d, nr);
+	first = reserve_slots(d, nr);
 	if (first < 0)
 		return mreg_fail(first,
 				 "io_uring: no %u free buffer slots "
@@ -144,6 +165,7 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 	if (ret) {
 		/* Never leave half a region pinned. */
 		clear_slots(u, (uint32_t)first, done, &unwind_ns);
+		release_slots(d, (uint32_t)first, nr);
 		return mreg_fail(ret,
 				 "io_uring: register addr 0x%llx len "
 				 "%llu: %s%s",
@@ -156,10 +178,12 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 	return 0;
 }
 
+/* The slots are free again only once the kernel has dropped the buffers. */
 static int uring_dereg(struct mreg_domain *d, struct mreg_region *r,
 		       uint64_t *ns)
 {
 	clear_slots(d->priv, r->info.index, r->info.nr_slices, ns);
+	release_slots(d, r->info.index, r->info.nr_slices);
 	return 0;
 }
 

@@ -233,6 +233,19 @@ static int map_failed(struct vfio_domain *v, struct mreg_region *r, int err)
 			 mreg_reg_hint(err));
 }
 
+/* The allocator is the domain's: threads take and return IOVAs under its
+ * lock, and MAP_DMA runs outside it. */
+static int free_iova(struct mreg_domain *d, uint64_t iova, uint64_t len)
+{
+	struct vfio_domain *v = d->priv;
+	int ret;
+
+	mreg_domain_lock(d);
+	ret = mreg_iova_free(&v->iova, iova, len);
+	mreg_domain_unlock(d);
+	return ret;
+}
+
 static int vfio_reg(struct mreg_domain *d, struct mreg_region *r)
 {
 	struct vfio_domain *v = d->priv;
@@ -245,8 +258,10 @@ static int vfio_reg(struct mreg_domain *d, struct mreg_region *r)
 	uint64_t t0, iova;
 	int ret;
 
+	mreg_domain_lock(d);
 	ret = mreg_iova_alloc(&v->iova, r->info.length, HUGE_ALIGN,
 			      r->info.addr, &iova);
+	mreg_domain_unlock(d);
 	if (ret)
 		return mreg_fail(ret, "vfio: no free IOVA range of %llu bytes",
 				 (unsigned long long)r->info.length);
@@ -255,7 +270,7 @@ static int vfio_reg(struct mreg_domain *d, struct mreg_region *r)
 	ret = ioctl(v->container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
 	r->info.reg_ns = mreg_now_ns() - t0;
 	if (ret) {
-		mreg_iova_free(&v->iova, map.iova, map.size);
+		free_iova(d, map.iova, map.size);
 		return map_failed(v, r, ret);
 	}
 	r->info.iova = map.iova;
@@ -281,7 +296,7 @@ static int vfio_dereg(struct mreg_domain *d, struct mreg_region *r,
 		return mreg_fail(ret, "vfio: UNMAP_DMA iova 0x%llx: %s",
 				 (unsigned long long)unmap.iova,
 				 strerror(-ret));
-	return mreg_iova_free(&v->iova, r->info.iova, r->info.length);
+	return free_iova(d, r->info.iova, r->info.length);
 }
 
 const struct mreg_backend_ops mreg_vfio_ops = {

@@ -47,3 +47,18 @@ nullblk_up() {
 	[ -b /dev/nullb0 ] || load_modules null_blk >&2 || return 1
 	[ -b /dev/nullb0 ] && echo /dev/nullb0
 }
+
+# Every registration path the reliability tests walk: rxe, edu on
+# vfio-pci, mreg.ko and the memory cgroup; a missing one is reported by
+# the test itself, not fatal here.
+reliability_paths_up() {
+	rxe_up >/dev/null || echo "no rxe: verbs not run"
+	MREG_VFIO_DEVICE=$(edu_vfio) && export MREG_VFIO_DEVICE ||
+		echo "no edu on vfio-pci: vfio and iommufd not run"
+	load_modules iommufd >/dev/null 2>&1 || true
+	[ -e /dev/mreg ] || [ ! -e /mreg/ko/mreg.ko ] ||
+		insmod /mreg/ko/mreg.ko || echo "insmod mreg.ko failed"
+	[ -e /sys/fs/cgroup/cgroup.controllers ] ||
+		mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null ||
+		echo "no cgroup v2: the OOM case not run"
+}
