@@ -82,17 +82,16 @@ cmd_source() {
 # The options the tests rely on, kept in sync with config/mreg.config: every
 # one is checked after olddefconfig, since Kconfig silently drops an option
 # whose dependencies are not met.
-required_options() {
-	grep -hE '^CONFIG_[A-Z0-9_]+=[ym]' "$KDIR"/config/mreg.config | cut -d= -f1
-}
-
+# Every =y/=m of the fragments must survive olddefconfig, and every "is
+# not set" must stay off: a dependency Kconfig dropped would otherwise
+# silently build a kernel without what a test relies on.
 verify_config() {
-	local cfg=$1 opt bad=0
-	for opt in $(required_options); do
+	local cfg=$1 opt bad=0; shift
+	for opt in $(grep -hE '^CONFIG_[A-Z0-9_]+=[ym]' "$@" | cut -d= -f1); do
 		grep -qE "^$opt=[ym]" "$cfg" || { log "missing: $opt"; bad=1; }
 	done
-	for opt in $(grep -hoE '^# CONFIG_[A-Z0-9_]+ is not set' \
-			"$KDIR"/config/mreg.config | awk '{print $2}'); do
+	for opt in $(grep -hoE '^# CONFIG_[A-Z0-9_]+ is not set' "$@" |
+			awk '{print $2}'); do
 		if grep -qE "^$opt=[ym]" "$cfg"; then
 			log "should be off: $opt"
 			bad=1
@@ -110,7 +109,7 @@ make_config() {
 	"$SRC"/scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" \
 		"${frags[@]}" >/dev/null
 	kmake "$obj" olddefconfig >/dev/null
-	verify_config "$obj/.config"
+	verify_config "$obj/.config" "${frags[@]}"
 }
 
 kmake() {
@@ -214,7 +213,7 @@ cmd_check() {
 	"$tree"/scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" \
 		"$KDIR/config/mreg.config" >/dev/null
 	make -C "$tree" O="$obj" -s olddefconfig >/dev/null
-	verify_config "$obj/.config"
+	verify_config "$obj/.config" "$KDIR/config/mreg.config"
 	make -C "$tree" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" \
 		-j"$JOBS" -s prepare
 	for p in $(series); do
@@ -363,6 +362,8 @@ cmd_bench() {
 # The iommufd selftest gets a boot without the emulated intel-iommu (see
 # the test).
 KERNEL_TESTS="kselftests kselftests-cow batchedge"
+# The guest turns name=value on the kernel command line into environment.
+SOAK_SECONDS=${SOAK_SECONDS:-600}
 
 cmd_test() {
 	local v rc=0 variants=("$@")
@@ -389,10 +390,11 @@ test_variant() {
 	KMOD_TEST_TIMEOUT=$((300 * slow)) "$ROOT/kmod/tests/run-guest.sh" --race-runs 10 \
 		--kernel "$obj/bzImage" --modules "$mods" --kdir "$obj" \
 		--out "$OUT/results/$v-kmod" || rc=1
-	log "$v: mreg guest suite"
+	log "$v: mreg guest suite, the reliability tests with a 10 min soak"
 	"$ROOT/tests/vm/run.sh" "$ROOT/build" --kernel "$obj/bzImage" \
 		--modules "$mods" --out "$OUT/results/$v-mreg" \
-		--test-timeout $((300 * slow)) --timeout $((1800 * slow)) || rc=1
+		--append "MREG_SOAK_SECONDS=$SOAK_SECONDS" \
+		--test-timeout $((900 * slow)) --timeout $((2700 * slow)) || rc=1
 	return "$rc"
 }
 
