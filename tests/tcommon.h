@@ -12,6 +12,14 @@
 
 #include <mreg/mreg.h>
 
+/* ASan and TSan reserve terabytes of address space up front: tests that
+ * squeeze RLIMIT_AS cannot run under them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define T_SANITIZED 1
+#else
+#define T_SANITIZED 0
+#endif
+
 #define T_PASS 0
 #define T_FAIL 1
 #define T_SKIP 77
