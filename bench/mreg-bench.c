@@ -283,7 +283,10 @@ static struct mreg_buf *alloc_buf(const struct bench_opts *o,
 {
 	struct mreg_buf_attr attr = {
 		.size = sizeof(attr),
-		.flags = MREG_BUF_ALLOW_FALLBACK,
+		/* The bench is about folio sizes: as root it asks mreg to
+		 * narrow the THP policy while each buffer faults in. */
+		.flags = MREG_BUF_ALLOW_FALLBACK |
+			 (geteuid() ? 0 : MREG_BUF_SET_POLICY),
 		.length = size,
 		.folio_size = f->size,
 		.backing = o->backing,
@@ -306,6 +309,38 @@ static bool has_reg_paths(const struct bench_opts *o)
 		if (o->paths[p].kind != PATH_FIO)
 			return true;
 	return false;
+}
+
+static bool same_hist(const struct mreg_folio_hist *a,
+		      const struct mreg_folio_hist *b)
+{
+	return !memcmp(a->folios, b->folios, sizeof(a->folios)) &&
+	       !memcmp(a->bytes, b->bytes, sizeof(a->bytes)) &&
+	       a->pmd_mapped_bytes == b->pmd_mapped_bytes &&
+	       a->unbacked_bytes == b->unbacked_bytes;
+}
+
+/*
+ * A cell is reported as verified only if the buffer still has the
+ * histogram it was verified with once the repetitions are over: a folio
+ * that was split, collapsed or migrated meanwhile would make the cell
+ * time another layout than the one it names.
+ */
+static void recheck_hist(struct cell *c, const struct mreg_buf *buf)
+{
+	struct mreg_folio_hist now;
+	char text[64];
+
+	if (!c->verified || c->hist.method != MREG_VERIFY_EXACT)
+		return;
+	if (mreg_verify_range(mreg_buf_addr(buf), mreg_buf_length(buf), &now))
+		return;
+	if (same_hist(&c->hist, &now))
+		return;
+	c->verified = false;
+	c->hist = now;
+	mreg_folio_hist_format(&now, text, sizeof(text));
+	snprintf(c->note, sizeof(c->note), "layout changed: %.60s", text);
 }
 
 /* All paths of one (size, folio) pair share one verified buffer. */
@@ -337,6 +372,7 @@ static void run_pair(const struct bench_opts *o, struct cell *cells, int *done,
 			kbench_cell_run(o, c, buf);
 		else
 			reg_cell_run(o, c, buf);
+		recheck_hist(c, buf);
 	}
 	mreg_buf_free(buf);
 }

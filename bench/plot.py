@@ -19,27 +19,35 @@ def load(path):
 
 
 def series(cells):
-    """{(path, size): [(folio, median)]} in the order cells were run."""
+    """{(path, size): [(folio, median, verified)]} in run order."""
     out = {}
     for c in cells:
         if c["samples"]:
             out.setdefault((c["path"], c["size"]), []).append(
-                (c["folio"], c["value"]["median"]))
+                (c["folio"], c["value"]["median"], c["verified"]))
     return out
 
 
 def draw(ax, data, ylabel, log):
     folios = []
     for points in data["series"].values():
-        folios += [f for f, _ in points if f not in folios]
+        folios += [f for f, _, _ in points if f not in folios]
     width = 0.8 / max(1, len(data["series"]))
+    unverified = False
     for i, ((path, size), points) in enumerate(data["series"].items()):
-        xs = [folios.index(f) + i * width for f, _ in points]
-        ax.bar(xs, [v for _, v in points], width,
-               label=f"{path} {size >> 20} MB")
+        xs = [folios.index(f) + i * width for f, _, _ in points]
+        bars = ax.bar(xs, [v for _, v, _ in points], width,
+                      label=f"{path} {size >> 20} MB")
+        # A cell whose buffer did not have (or keep) the folios asked
+        # for is hatched: it times another layout than its label.
+        for bar, (_, _, ok) in zip(bars, points):
+            if not ok:
+                bar.set_hatch("//")
+                unverified = True
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(folios))], folios)
     ax.set_ylabel(ylabel)
-    ax.set_xlabel("folio size (verified)")
+    ax.set_xlabel("folio size (verified; hatched: not verified)"
+                  if unverified else "folio size (verified)")
     if log:
         ax.set_yscale("log")
     ax.legend(fontsize="small")

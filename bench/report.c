@@ -93,9 +93,10 @@ static void table_hists(const struct bench_opts *o, const struct cell *cells,
 
 		format_size(size, sizeof(size), c->size);
 		mreg_folio_hist_format(&c->hist, hist, sizeof(hist));
+		/* A cell with numbers and a note: its layout changed. */
 		printf("  %-18s %-5s %-7s %s%s%s\n", c->path->name, size,
-		       c->folio->name, c->note[0] ? "" : hist,
-		       c->note[0] ? "n/a: " : "", c->note);
+		       c->folio->name, c->nr || !c->note[0] ? hist : "",
+		       !c->note[0] ? "" : c->nr ? " * " : "n/a: ", c->note);
 	}
 	(void)o;
 }

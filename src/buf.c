@@ -6,11 +6,14 @@
  * verified; a buffer that did not get its folios never passes silently.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,8 +26,12 @@
 #define MAP_HUGE_SHIFT 26
 #endif
 
-#define BUF_FLAGS     (MREG_BUF_ALLOW_FALLBACK | MREG_BUF_KEEP_POLICY)
-#define ATTR_MIN_SIZE offsetof(struct mreg_buf_attr, map_level) + 4
+#define BUF_FLAGS \
+	(MREG_BUF_ALLOW_FALLBACK | MREG_BUF_KEEP_POLICY | MREG_BUF_SET_POLICY)
+/* One policy change at a time on the whole machine, not just here. */
+#define POLICY_LOCK	"/run/lock/mreg-policy.lock"
+#define POLICY_LOCK_TMP "/tmp/mreg-policy.lock"
+#define ATTR_MIN_SIZE	offsetof(struct mreg_buf_attr, map_level) + 4
 
 struct mreg_buf {
 	void *addr;
@@ -37,6 +44,7 @@ struct mreg_buf {
 
 /* Saved system state, put back right after the buffer is populated. */
 struct alloc_policy {
+	int lock_fd; /* flock()ed POLICY_LOCK while the policy is ours */
 	struct mreg_thp_policy *thp;
 	char hugetlb_path[128];
 	uint64_t hugetlb_nr;
@@ -175,13 +183,53 @@ static int hugetlb_raise(struct alloc_policy *pol, uint64_t folio_size,
 	return 0;
 }
 
+static pthread_mutex_t policy_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * The policy is global: two allocations narrowing it at once would each
+ * restore the other's narrowed view.  A mutex orders this process's
+ * threads and an flock() other processes using mreg.
+ */
+static int policy_lock(struct alloc_policy *pol)
+{
+	pthread_mutex_lock(&policy_mutex);
+	pol->lock_fd = open(POLICY_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (pol->lock_fd < 0)
+		pol->lock_fd = open(POLICY_LOCK_TMP,
+				    O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (pol->lock_fd >= 0 && !flock(pol->lock_fd, LOCK_EX))
+		return 0;
+	if (pol->lock_fd >= 0)
+		close(pol->lock_fd);
+	pol->lock_fd = -1;
+	pthread_mutex_unlock(&policy_mutex);
+	return mreg_fail(-errno, "buf: lock %s: %s", POLICY_LOCK,
+			 strerror(errno));
+}
+
+static void policy_unlock(struct alloc_policy *pol)
+{
+	if (pol->lock_fd < 0)
+		return;
+	close(pol->lock_fd); /* drops the flock */
+	pol->lock_fd = -1;
+	pthread_mutex_unlock(&policy_mutex);
+}
+
 static int policy_apply(struct alloc_policy *pol, const struct mreg_buf_attr *a,
 			uint64_t length)
 {
 	int ret;
 
-	if ((a->flags & MREG_BUF_KEEP_POLICY) || geteuid())
+	pol->lock_fd = -1;
+	if (!(a->flags & MREG_BUF_SET_POLICY))
 		return 0;
+	if (geteuid())
+		return mreg_fail(-EPERM, "buf: MREG_BUF_SET_POLICY writes "
+					 "sysfs: needs root");
+	ret = policy_lock(pol);
+	if (ret)
+		return ret;
 	if (a->backing == MREG_BACKING_HUGETLB)
 		return hugetlb_raise(pol, a->folio_size,
 				     length / a->folio_size);
@@ -205,6 +253,7 @@ static int policy_restore(struct alloc_policy *pol)
 			ret = -EIO;
 		pol->hugetlb_raised = false;
 	}
+	policy_unlock(pol);
 	return ret;
 }
 
@@ -289,16 +338,26 @@ static int madv(struct mreg_buf *buf, int advice, const char *name)
 			 strerror(errno));
 }
 
+/*
+ * Fault the buffer in with the THP policy as it stands.  Sub-PMD folios
+ * are then pinned to their layout: once the range is VM_NOHUGEPAGE,
+ * khugepaged no longer collapses it into PMD-sized folios, which it
+ * otherwise does within seconds of MADV_HUGEPAGE memory going idle.
+ */
 static int populate(struct mreg_buf *buf)
 {
+	uint64_t folio = buf->attr.folio_size;
 	int ret = 0;
 
-	if (buf->attr.backing != MREG_BACKING_HUGETLB)
-		ret = buf->attr.folio_size == page_size()
-			      ? madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE")
-			      : madv(buf, MADV_HUGEPAGE, "MADV_HUGEPAGE");
+	if (buf->attr.backing == MREG_BACKING_HUGETLB)
+		return madv(buf, MADV_POPULATE_WRITE, "MADV_POPULATE_WRITE");
+	ret = folio == page_size()
+		      ? madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE")
+		      : madv(buf, MADV_HUGEPAGE, "MADV_HUGEPAGE");
 	if (!ret)
 		ret = madv(buf, MADV_POPULATE_WRITE, "MADV_POPULATE_WRITE");
+	if (!ret && folio != page_size() && folio < mreg_pmd_size())
+		ret = madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE");
 	return ret;
 }
 
@@ -361,9 +420,73 @@ static int fill(struct mreg_buf *buf, uint64_t *alloc_before)
 	return ret;
 }
 
+/*
+ * "; hugepages-64kB/enabled is [never]": the knob that decides for @size,
+ * followed to the top-level one when it says inherit.  With @only_on,
+ * nothing for a size that is off.
+ */
+static size_t knob_note(char *out, size_t len, uint64_t size,
+			const char *control, bool only_on)
+{
+	char path[160], val[32];
+
+	snprintf(path, sizeof(path), THP_SYSFS "/hugepages-%" PRIu64 "kB/%s",
+		 size >> 10, control);
+	if (mreg_sysfs_read_choice(path, val, sizeof(val)))
+		return 0;
+	if (!strcmp(val, "inherit")) {
+		snprintf(path, sizeof(path), THP_SYSFS "/%s", control);
+		if (mreg_sysfs_read_choice(path, val, sizeof(val)))
+			return 0;
+	}
+	if (only_on && (!strcmp(val, "never") || !strcmp(val, "deny")))
+		return 0;
+	return (size_t)snprintf(out, len, "; %s is [%s]", path, val);
+}
+
+/*
+ * Which policy stood between the caller and the folios asked for: the
+ * asked size's own knob, and every larger size's, since the kernel takes
+ * the largest enabled size that fits an aligned range.
+ */
+static void policy_hint(const struct mreg_buf_attr *a, size_t length, char *out,
+			size_t len)
+{
+	const char *control =
+		a->backing == MREG_BACKING_ANON ? "enabled" : "shmem_enabled";
+	uint64_t sizes[32], free_pages = 0;
+	size_t used = 0;
+	char path[128];
+	int n, i;
+
+	out[0] = '\0';
+	if (a->backing == MREG_BACKING_HUGETLB) {
+		hugetlb_path(path, sizeof(path), a->folio_size,
+			     "free_hugepages");
+		mreg_sysfs_read_u64(path, &free_pages);
+		snprintf(out, len,
+			 "; %s is %" PRIu64 ", %zu needed (raise nr_hugepages, "
+			 "or pass MREG_BUF_SET_POLICY as root)",
+			 path, free_pages, length / a->folio_size);
+		return;
+	}
+	if (a->folio_size > page_size())
+		used += knob_note(out + used, len - used, a->folio_size,
+				  control, false);
+	n = mreg_thp_sizes(sizes, 32);
+	for (i = 0; i < n && used < len; i++)
+		if (sizes[i] > a->folio_size)
+			used += knob_note(out + used, len - used, sizes[i],
+					  control, true);
+	if (used < len && !(a->flags & MREG_BUF_SET_POLICY))
+		snprintf(out + used, len - used,
+			 "; MREG_BUF_SET_POLICY (root) narrows the policy for "
+			 "the allocation");
+}
+
 static int verify(struct mreg_buf *buf, uint64_t alloc_before)
 {
-	char text[256];
+	char text[256], hint[512];
 	int ret;
 
 	ret = mreg_verify_range(buf->addr, buf->length, &buf->hist);
@@ -380,18 +503,19 @@ static int verify(struct mreg_buf *buf, uint64_t alloc_before)
 	if (buf->verified)
 		return 0;
 	mreg_folio_hist_format(&buf->hist, text, sizeof(text));
+	policy_hint(&buf->attr, buf->length, hint, sizeof(hint));
 	if (buf->attr.flags & MREG_BUF_ALLOW_FALLBACK) {
 		mreg_log(MREG_LOG_WARN,
-			 "buf: wanted %" PRIu64 " kB folios, got %s",
-			 buf->attr.folio_size >> 10, text);
+			 "buf: wanted %" PRIu64 " kB folios, got %s%s",
+			 buf->attr.folio_size >> 10, text, hint);
 		return 0;
 	}
 	return mreg_fail(
-		-EAGAIN, "buf: wanted %" PRIu64 " kB %s folios, got %s",
+		-EAGAIN, "buf: wanted %" PRIu64 " kB %s folios, got %s%s",
 		buf->attr.folio_size >> 10,
 		effective_level(&buf->attr) == MREG_MAP_PMD ? "PMD-mapped"
 							    : "PTE-mapped",
-		text);
+		text, hint);
 }
 
 MREG_EXPORT int mreg_buf_alloc(const struct mreg_buf_attr *attr,

@@ -152,6 +152,8 @@ int t_buf(const struct t_folio *c, uint64_t len, struct mreg_buf **buf)
 {
 	struct mreg_buf_attr attr = {
 		.size = sizeof(attr),
+		/* The folio cases are chosen through sysfs: ask for it. */
+		.flags = geteuid() ? 0 : MREG_BUF_SET_POLICY,
 		.length = len,
 		.folio_size = c->size,
 		.backing = c->backing,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The allocator narrows the THP policy (and tops up the hugetlb pool) only
- * while a buffer faults in: afterwards every sysfs file reads as before,
- * whether the allocation worked or failed halfway.
+ * The allocator writes sysfs only when asked (MREG_BUF_SET_POLICY), and
+ * then narrows the THP policy (or tops up the hugetlb pool) only while a
+ * buffer faults in: afterwards every sysfs file reads as before, whether
+ * the allocation worked or failed halfway.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -107,6 +108,40 @@ static int alloc_fails_halfway(uint32_t backing, uint64_t folio)
 	return T_PASS;
 }
 
+/*
+ * Without MREG_BUF_SET_POLICY nothing in sysfs is written, whatever is
+ * asked: a 64 kB buffer under a policy that offers no 64 kB folios fails
+ * with -EAGAIN and a message naming the knob that decided.
+ */
+static int default_leaves_sysfs(void)
+{
+	static char before[SNAP_MAX], after[SNAP_MAX];
+	struct mreg_buf_attr attr = {.size = sizeof(attr),
+				     .length = 4u << 20,
+				     .folio_size = 65536};
+	struct mreg_thp_policy *saved;
+	struct mreg_buf *buf;
+	int ret;
+
+	if (access(THP "/hugepages-64kB/enabled", F_OK)) {
+		printf("no 64 kB mTHP: default-policy case not run\n");
+		return T_PASS;
+	}
+	T_CHECK(!mreg_thp_policy_save(&saved), "%s", mreg_last_error());
+	T_CHECK(!mreg_thp_select_anon(4096, MREG_THP_NEVER), "%s",
+		mreg_last_error());
+	snapshot(before);
+	ret = mreg_buf_alloc(&attr, &buf);
+	snapshot(after);
+	T_CHECK(!mreg_thp_policy_restore(saved), "%s", mreg_last_error());
+	T_CHECK(ret == -EAGAIN, "64 kB with every size at never: got %d", ret);
+	T_CHECK(strstr(mreg_last_error(), "hugepages-64kB/enabled is [never]"),
+		"the message does not name the knob: %s", mreg_last_error());
+	T_CHECK(!strcmp(before, after), "the default allocation wrote sysfs");
+	printf("default allocation: sysfs untouched, -EAGAIN names the knob\n");
+	return T_PASS;
+}
+
 int main(void)
 {
 	static char before[SNAP_MAX], after[SNAP_MAX];
@@ -116,7 +151,9 @@ int main(void)
 	if (geteuid())
 		return t_skip("changing the THP policy needs root");
 	snapshot(before);
-	ret = alloc_every_case();
+	ret = default_leaves_sysfs();
+	if (!ret)
+		ret = alloc_every_case();
 	if (!ret)
 		ret = alloc_fails_halfway(MREG_BACKING_ANON, 65536);
 	if (!ret)

@@ -115,8 +115,17 @@ enum mreg_map_level {
 enum mreg_buf_flags {
 	/* Hand out a buffer even when the folios are not the ones asked for. */
 	MREG_BUF_ALLOW_FALLBACK = 1u << 0,
-	/* Leave the sysfs THP policy alone, even as root. */
+	/* The default, kept for source compatibility: sysfs is left alone. */
 	MREG_BUF_KEEP_POLICY = 1u << 1,
+	/*
+	 * Root only: narrow the system-wide THP policy to folio_size (or top
+	 * up the hugetlb pool) while the buffer faults in, and put it back
+	 * before returning, on every path.  Serialised across threads and
+	 * processes (a lock file in /run/lock), so concurrent allocations
+	 * never see each other's policy.  Without it mreg writes nothing
+	 * to sysfs and gets what the system's policy gives.
+	 */
+	MREG_BUF_SET_POLICY = 1u << 2,
 };
 
 struct mreg_buf_attr {
@@ -133,7 +142,12 @@ struct mreg_buf;
 /*
  * Allocate, populate and verify a buffer. Unless MREG_BUF_ALLOW_FALLBACK,
  * a buffer not fully backed by the requested folios is freed and -EAGAIN
- * returned, with the histogram in the message.
+ * returned, with the histogram and the sysfs setting that stood in the
+ * way in the message.  Below PMD size the buffer is marked
+ * MADV_NOHUGEPAGE once populated, so khugepaged cannot collapse it into
+ * PMD-sized folios behind the caller's back: it keeps its layout while
+ * it lives (reclaim, migration or a split of its own can still change
+ * it; mreg_verify_range() measures it again).
  * Return: 0 or -errno.
  */
 int mreg_buf_alloc(const struct mreg_buf_attr *attr, struct mreg_buf **out);
