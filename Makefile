@@ -1,11 +1,14 @@
 # Front door: every target installs what it is missing, then builds.
 #   make bench   the default benchmark on this host (table, JSON, CSV, plot)
 #   make test    every test: host tests, then the qemu guest suite
+#   make install library, headers, mreg.pc, CMake package, mreg-bench and
+#                man pages into $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DMREG_WERROR=ON
+PREFIX ?= /usr/local
 
-.PHONY: all deps build bench bench-guest compare test test-host format clean
+.PHONY: all deps build install bench bench-guest compare test test-host format clean
 
 all: build
 
@@ -15,6 +18,13 @@ deps:
 build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS)
+
+# Configured for PREFIX, so that GNUInstallDirs picks the library directory
+# (lib/<multiarch> for /usr on Debian); the installed tree is relocatable.
+install: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: build
 	bench/run.sh $(BUILD) $(BENCH_ARGS)

@@ -18,9 +18,13 @@
 
 #define DEFAULT_FOLIOS "4k,64k,1m,2m-pte,2m-pmd"
 
-static void usage(void)
+/* What parse_args() returns besides 0 and -errno: print and exit 0. */
+enum { ARGS_HELP = 1, ARGS_VERSION = 2 };
+
+/* --help asked for it (stdout, exit 0); a bad option gets it on stderr. */
+static void usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: mreg-bench [options]\n"
 		"  -f, --folios LIST   folio sizes (default " DEFAULT_FOLIOS
 		")\n"
@@ -41,7 +45,19 @@ static void usage(void)
 		"  -t, --fio-target P  block device or file for fio cells\n"
 		"  -R, --fio-runtime S seconds per fio cell (default 3)\n"
 		"  -o, --out DIR       write results.json and results.csv\n"
-		"  -q, --quiet         no progress line\n");
+		"  -q, --quiet         no progress line\n"
+		"  -h, --help          this text\n"
+		"  -V, --version       the mreg version\n");
+}
+
+/* MREG_VERSION is the project's version, from CMake. */
+static int print_info(int what)
+{
+	if (what == ARGS_HELP)
+		usage(stdout);
+	else
+		printf("mreg-bench %s\n", MREG_VERSION);
+	return 0;
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -160,6 +176,7 @@ static const struct option long_opts[] = {
 	{"out", required_argument, NULL, 'o'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
 	{0},
 };
 
@@ -196,6 +213,10 @@ static int parse_opt(int c, struct bench_opts *o)
 			return backing;
 		o->backing = (uint32_t)backing;
 		break;
+	case 'h':
+		return ARGS_HELP;
+	case 'V':
+		return ARGS_VERSION;
 	default:
 		return -EINVAL;
 	}
@@ -204,13 +225,15 @@ static int parse_opt(int c, struct bench_opts *o)
 
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
-	int c;
+	int c, ret;
 
 	*o = (struct bench_opts){.reps = 15, .warmup = 2, .fio_runtime = 3};
-	while ((c = getopt_long(argc, argv, "f:s:p:r:w:b:t:R:o:qh", long_opts,
-				NULL)) != -1)
-		if (parse_opt(c, o))
-			return -EINVAL;
+	while ((c = getopt_long(argc, argv, "f:s:p:r:w:b:t:R:o:qhV", long_opts,
+				NULL)) != -1) {
+		ret = parse_opt(c, o);
+		if (ret)
+			return ret > 0 ? ret : -EINVAL;
+	}
 	if (o->reps < 1 || o->reps > MAX_REPS || o->warmup < 0)
 		return -EINVAL;
 	if (!o->nr_folios)
@@ -403,8 +426,11 @@ int main(int argc, char **argv)
 	struct cell *cells;
 	int s, f, p, nr, done = 0, ret;
 
-	if (parse_args(argc, argv, &o)) {
-		usage();
+	ret = parse_args(argc, argv, &o);
+	if (ret > 0)
+		return print_info(ret);
+	if (ret) {
+		usage(stderr);
 		return 2;
 	}
 	nr = o.nr_sizes * o.nr_folios * o.nr_paths;

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 declare -A PROFILE=(
-	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev dwarves"
+	# groff-base: check_install renders every man page with groff.
+	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev dwarves groff-base"
 	[bench]="fio util-linux python3-matplotlib"
 	[format]="clang-format"
 )

@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -272,6 +275,25 @@ static const char *const method_names[] = {
 	[MREG_VERIFY_ESTIMATE] = "estimate",
 };
 
+/* snprintf at @used, or only measure once @buflen is used up. */
+static size_t append(char *buf, size_t buflen, size_t used, const char *fmt,
+		     ...) MREG_PRINTF(4, 5);
+
+static size_t append(char *buf, size_t buflen, size_t used, const char *fmt,
+		     ...)
+{
+	bool room = used < buflen;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? buf + used : NULL, room ? buflen - used : 0, fmt,
+		      ap);
+	va_end(ap);
+	return used + (n > 0 ? (size_t)n : 0);
+}
+
+/* Like snprintf: the length of the whole text, whatever fits in @buf. */
 MREG_EXPORT int mreg_folio_hist_format(const struct mreg_folio_hist *hist,
 				       char *buf, size_t buflen)
 {
@@ -279,28 +301,27 @@ MREG_EXPORT int mreg_folio_hist_format(const struct mreg_folio_hist *hist,
 	char name[24];
 	int order;
 
-	buf[0] = '\0';
+	if (buf && buflen)
+		buf[0] = '\0';
+	else
+		buflen = 0; /* a NULL buf only measures */
 	for (order = MREG_HIST_ORDERS - 1; order >= 0; order--) {
-		if (!hist->folios[order] || used >= buflen)
+		if (!hist->folios[order])
 			continue;
 		size_name(name, sizeof(name),
 			  (uint64_t)hist->page_size << order);
-		used += (size_t)snprintf(buf + used, buflen - used,
-					 "%s:%" PRIu64 " ", name,
-					 hist->folios[order]);
+		used = append(buf, buflen, used, "%s:%" PRIu64 " ", name,
+			      hist->folios[order]);
 	}
-	if (hist->pmd_mapped_bytes && used < buflen) {
+	if (hist->pmd_mapped_bytes) {
 		size_name(name, sizeof(name), hist->pmd_mapped_bytes);
-		used += (size_t)snprintf(buf + used, buflen - used,
-					 "pmd-mapped:%s ", name);
+		used = append(buf, buflen, used, "pmd-mapped:%s ", name);
 	}
-	if (hist->unbacked_bytes && used < buflen) {
+	if (hist->unbacked_bytes) {
 		size_name(name, sizeof(name), hist->unbacked_bytes);
-		used += (size_t)snprintf(buf + used, buflen - used,
-					 "unbacked:%s ", name);
+		used = append(buf, buflen, used, "unbacked:%s ", name);
 	}
-	if (used < buflen)
-		used += (size_t)snprintf(buf + used, buflen - used, "(%s)",
-					 method_names[hist->method % 3]);
-	return (int)(used < buflen ? used : buflen - 1);
+	used = append(buf, buflen, used, "(%s)",
+		      method_names[hist->method % 3]);
+	return used > INT_MAX ? INT_MAX : (int)used;
 }
