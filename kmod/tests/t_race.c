@@ -95,6 +95,11 @@ static void check_page(const uint32_t *w, size_t page, unsigned int s0,
 {
 	unsigned int g0 = s0 / 2, g1 = (s1 + 1) / 2;
 
+	/* Only the first and last words are ever written: a page with data
+	 * in between is not one of the process's. */
+	MT_CHECK(!w[1] && !w[LAST_WORD / 2] && !w[LAST_WORD - 1],
+		 "page %zu: middle words 0x%08x 0x%08x 0x%08x, want 0", page,
+		 w[1], w[LAST_WORD / 2], w[LAST_WORD - 1]);
 	if (s0 == s1 && !(s0 & 1)) {
 		strict_pages++;
 		MT_CHECK(w[0] == pattern(page, g0) &&
@@ -122,6 +127,17 @@ static void snapshot(unsigned int *out, size_t first, size_t n)
 					      memory_order_acquire);
 }
 
+/* Whether any of @n pages was being changed at some time in between. */
+static int changed(const unsigned int *s0, const unsigned int *s1, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s0[i] != s1[i] || (s0[i] & 1))
+			return 1;
+	return 0;
+}
+
 static void pin_once(unsigned int *s, char *copy, unsigned int *s0,
 		     unsigned int *s1)
 {
@@ -139,6 +155,10 @@ static void pin_once(unsigned int *s, char *copy, unsigned int *s0,
 		 * right then may fail: nothing here ever unmaps it. */
 		MT_CHECK(ret == -EFAULT && !flags, "PIN%s: %s",
 			 flags ? " read-only" : "", strerror(-ret));
+		atomic_thread_fence(memory_order_seq_cst);
+		snapshot(s1, first, n);
+		MT_CHECK(changed(s0, s1, n), "PIN of pages %zu..+%zu failed with "
+			 "no change of them under way", first, n);
 		pins_failed++;
 		return;
 	}
@@ -201,6 +221,13 @@ static void end_change(size_t first, size_t n)
 		atomic_fetch_add_explicit(&seq[i], 1, memory_order_release);
 }
 
+/* THP where the kernel allows it (the guests' policy is madvise), so
+ * that PMD mappings are split and collapsed under the pins too. */
+static void want_thp(void *p, size_t len)
+{
+	madvise(p, len, MADV_HUGEPAGE);
+}
+
 /* The child writes one page so that fork's COW is really broken. */
 static void fork_once(void)
 {
@@ -233,6 +260,7 @@ static void mutate_once(unsigned int *s)
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
 			      0) == p,
 			 "mmap MAP_FIXED: %s", strerror(errno));
+		want_thp(p, n * MT_PAGE);
 		break;
 	case 1:
 		MT_CHECK(!mprotect(p, n * MT_PAGE, PROT_READ), "mprotect");
@@ -260,6 +288,7 @@ int main(void)
 
 	mfd = mt_open();
 	region = mt_map(LEN, MT_2M);
+	want_thp(region, LEN);
 	begin_change(0, NPAGES);
 	refill(0, NPAGES);
 	end_change(0, NPAGES);

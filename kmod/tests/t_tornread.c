@@ -173,6 +173,11 @@ int main(void)
 	uint64_t a0, r0;
 	int fd, zap;
 
+	/* x86's copy_to_user() resumes at the faulting byte; a copy that
+	 * retries whole stores would leave more old bytes. */
+#ifndef __x86_64__
+	mt_skip("the expected torn word is worked out for x86-64's copy");
+#endif
 	if (!mt_have_pagemap())
 		mt_skip("pagemap and QUERY's phys need root");
 	fd = mt_open();

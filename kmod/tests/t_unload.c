@@ -86,7 +86,7 @@ static void child(size_t len, int hold, int tell)
 
 static void kill_child(size_t len, int hold)
 {
-	uint64_t a0, r0, a, r, want = len / MT_PAGE / 4, end;
+	uint64_t a0, r0, a = 0, r, want = len / MT_PAGE / 4, end;
 	char c = 0;
 	int pipefd[2], status;
 	pid_t pid;
@@ -117,6 +117,8 @@ static void kill_child(size_t len, int hold)
 	close(pipefd[1]);
 	MT_CHECK(hold || !c, "the %zu MB PIN ended (%c) before a quarter was "
 		 "pinned: nothing was killed mid-way", len >> 20, c);
+	MT_CHECK(hold || a - a0 >= want, "a quarter of the PIN never got "
+		 "pinned in 300 s");
 	MT_CHECK(mt_pins_balanced(a0, r0), "pins left by the killed child");
 	MT_EXPECT_ERR(unload(), 0, "rmmod after the child died");
 	printf("ok SIGKILL %s: pins released, module unloads\n",
@@ -125,10 +127,16 @@ static void kill_child(size_t len, int hold)
 
 int main(void)
 {
+	/* At most the module's default per-file cap, 1 GiB. */
 	size_t len = mt_env_ulong("MREG_KILL_MB", 1024) << 20;
 
+	if (len > (1UL << 30))
+		len = 1UL << 30;
 	if (!mt_is_root())
 		mt_skip("rmmod and the pin counters need root");
+	/* Every reload comes from there: without it, do not unload. */
+	if (access("/mreg/ko/mreg.ko", R_OK))
+		mt_skip("no /mreg/ko/mreg.ko to load the module again from");
 	close(mt_open());
 	refused_while_open();
 	kill_child(len, 0);
