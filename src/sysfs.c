@@ -120,8 +120,13 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Every hugepages-<size>kB directory, with or without an anon control. */
+/* Sizes are a power of two from 8 kB up, so 64 slots hold every one the
+ * kernel can offer; the smallest @max are returned, not the first found. */
+#define THP_MAX_SIZES 64
+
 static int thp_dir_sizes(uint64_t *sizes, int max, bool anon_only)
 {
+	uint64_t all[THP_MAX_SIZES];
 	struct dirent *de;
 	char path[320];
 	int nr = 0;
@@ -130,7 +135,7 @@ static int thp_dir_sizes(uint64_t *sizes, int max, bool anon_only)
 	dir = opendir(THP_SYSFS);
 	if (!dir)
 		return -errno;
-	while ((de = readdir(dir)) && nr < max) {
+	while ((de = readdir(dir)) && nr < THP_MAX_SIZES) {
 		unsigned long long kb;
 
 		if (sscanf(de->d_name, "hugepages-%llukB", &kb) != 1)
@@ -139,10 +144,13 @@ static int thp_dir_sizes(uint64_t *sizes, int max, bool anon_only)
 			 de->d_name);
 		if (anon_only && access(path, F_OK))
 			continue;
-		sizes[nr++] = (uint64_t)kb << 10;
+		all[nr++] = (uint64_t)kb << 10;
 	}
 	closedir(dir);
-	qsort(sizes, (size_t)nr, sizeof(*sizes), cmp_u64);
+	qsort(all, (size_t)nr, sizeof(*all), cmp_u64);
+	if (nr > max)
+		nr = max;
+	memcpy(sizes, all, (size_t)nr * sizeof(*sizes));
 	return nr;
 }
 
