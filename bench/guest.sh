@@ -33,7 +33,7 @@ payload=$out/payload
 make_payload() {
 	rm -rf "$payload"
 	mkdir -p "$payload/bin" "$payload/tests" "$payload/ko"
-	cp "$build/bench/mreg-bench" "$build/libmreg.so.0" \
+	cp "$build/bench/mreg-bench" "$build"/libmreg.so.[0-9] \
 		"$here/../tests/vm/devices.sh" "$payload/bin/"
 	cp "$here/guest/bench" "$payload/tests/"
 	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"

@@ -271,7 +271,7 @@ static void reg_cell_run(const struct bench_opts *o, struct cell *c,
 		.device = c->path->device,
 	};
 	static double reg[MAX_REPS], dereg[MAX_REPS];
-	struct mreg_region_info info;
+	struct mreg_region_info info = {.size = sizeof(info)};
 	struct mreg_domain *d;
 	struct mreg_region *r;
 	uint64_t dereg_ns;
@@ -351,7 +351,7 @@ static bool same_hist(const struct mreg_folio_hist *a,
  */
 static void recheck_hist(struct cell *c, const struct mreg_buf *buf)
 {
-	struct mreg_folio_hist now;
+	struct mreg_folio_hist now = {.size = sizeof(now)};
 	char text[64];
 
 	if (!c->verified || c->hist.method != MREG_VERIFY_EXACT)

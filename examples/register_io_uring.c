@@ -132,7 +132,7 @@ static int read_fixed(struct io_uring *ring,
 static int register_and_read(struct mreg_domain *domain, struct mreg_buf *buf,
 			     const char *pattern, int fd)
 {
-	struct mreg_region_info info;
+	struct mreg_region_info info = {.size = sizeof(info)};
 	struct mreg_region *region;
 	uint64_t dereg_ns = 0;
 	int ret, dereg;

@@ -489,6 +489,7 @@ static int verify(struct mreg_buf *buf, uint64_t alloc_before)
 	char text[256], hint[512];
 	int ret;
 
+	buf->hist.size = sizeof(buf->hist);
 	ret = mreg_verify_range(buf->addr, buf->length, &buf->hist);
 	if (ret == -EPERM)
 		ret = mreg_verify_estimate(alloc_stat(&buf->attr),

@@ -213,14 +213,21 @@ MREG_EXPORT int mreg_verify_range(const void *addr, size_t len,
 				  struct mreg_folio_hist *hist)
 {
 	long page = sysconf(_SC_PAGESIZE);
+	struct mreg_folio_hist h = {.size = sizeof(h)};
+	int ret;
 
-	if (!hist)
-		return mreg_fail(-EINVAL, "verify: hist is NULL");
-	memset(hist, 0, sizeof(*hist));
-	hist->page_size = (uint32_t)page;
+	if (!hist || hist->size < MREG_FOLIO_HIST_SIZE_V1)
+		return mreg_fail(-EINVAL,
+				 "verify: hist is NULL or hist->size is below "
+				 "%zu",
+				 (size_t)MREG_FOLIO_HIST_SIZE_V1);
+	h.page_size = (uint32_t)page;
 	if (!len || (uintptr_t)addr % (uintptr_t)page)
-		return mreg_fail(-EINVAL, "verify: addr %p len %zu", addr, len);
-	return verify_exact(addr, len, hist);
+		ret = mreg_fail(-EINVAL, "verify: addr %p len %zu", addr, len);
+	else
+		ret = verify_exact(addr, len, &h);
+	mreg_copy_out(hist, &h, sizeof(h));
+	return ret;
 }
 
 /* Without PFNs: trust the per-size fault counters' deltas. */
@@ -232,6 +239,7 @@ int mreg_verify_estimate(const char *stat, const uint64_t *alloc_before,
 	unsigned int order;
 
 	memset(hist, 0, sizeof(*hist));
+	hist->size = sizeof(*hist);
 	hist->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	hist->method = MREG_VERIFY_ESTIMATE;
 	order = mreg_ilog2(folio_size / hist->page_size);

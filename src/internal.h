@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "mreg/mreg.h"
@@ -18,6 +19,25 @@
 void mreg_log(int level, const char *fmt, ...) MREG_PRINTF(2, 3);
 /* Log @fmt as an error and return @err, so a failure is one line. */
 int mreg_fail(int err, const char *fmt, ...) MREG_PRINTF(2, 3);
+
+/* The sizes of the first versions of the output structs. */
+#define MREG_FOLIO_HIST_SIZE_V1	 sizeof(struct mreg_folio_hist)
+#define MREG_REGION_INFO_SIZE_V1 sizeof(struct mreg_region_info)
+
+/*
+ * Copy an output struct of @known bytes to @dst, whose first u32 is the
+ * size the caller has: fill what both know, zero what only the caller
+ * does, keep the caller's size.
+ */
+static inline void mreg_copy_out(void *dst, const void *src, size_t known)
+{
+	uint32_t size = *(const uint32_t *)dst;
+	size_t n = size < known ? size : known;
+
+	memcpy((char *)dst + 4, (const char *)src + 4, n - 4);
+	if (size > known)
+		memset((char *)dst + known, 0, size - known);
+}
 
 /* region.c: why a registering kernel call may have said @err. */
 const char *mreg_reg_hint(int err);
@@ -107,14 +127,31 @@ static inline void mreg_domain_unlock(struct mreg_domain *d)
 struct mreg_region {
 	struct mreg_domain *domain;
 	struct mreg_region_info info;
-	void *priv; /* backend state */
+	/* What the caller asked for (mreg_region_register_attr()). */
+	uint32_t comp_mask; /* enum mreg_region_attr_mask */
+	uint32_t access;    /* the region's, or the domain's */
+	uint32_t want_slot;
+	uint64_t want_iova;
+	void *native; /* mreg_region_native() */
+	void *priv;   /* backend state */
 };
+
+/* Whether the domain registers into an object the caller owns. */
+static inline bool mreg_adopted(const struct mreg_domain_attr *attr)
+{
+	return attr->comp_mask & MREG_DOMAIN_ATTR_ADOPT;
+}
 
 extern const struct mreg_backend_ops mreg_io_uring_ops;
 extern const struct mreg_backend_ops mreg_verbs_ops;
 extern const struct mreg_backend_ops mreg_vfio_ops;
 extern const struct mreg_backend_ops mreg_iommufd_ops;
 extern const struct mreg_backend_ops mreg_kmod_ops;
-extern const struct mreg_backend_ops mreg_dpdk_ops;
+
+/* iova.c users: a region's IOVA as asked for (fixed, = VA) or any. */
+struct mreg_iova;
+int mreg_region_iova(struct mreg_domain *d, struct mreg_iova *a,
+		     const struct mreg_region *r, uint64_t align,
+		     uint64_t *iova);
 
 #endif

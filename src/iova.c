@@ -100,6 +100,20 @@ int mreg_iova_alloc(struct mreg_iova *a, uint64_t len, uint64_t align,
 	return -ENOSPC;
 }
 
+int mreg_iova_reserve(struct mreg_iova *a, uint64_t iova, uint64_t len)
+{
+	uint64_t last = iova + len - 1;
+	int i;
+
+	if (!len || last < iova)
+		return -EINVAL;
+	for (i = 0; i < a->nr && a->free[i].last < iova; i++)
+		;
+	if (i == a->nr || a->free[i].start > iova || a->free[i].last < last)
+		return -EBUSY;
+	return take(a, i, iova, len);
+}
+
 int mreg_iova_free(struct mreg_iova *a, uint64_t iova, uint64_t len)
 {
 	uint64_t last = iova + len - 1;

@@ -4,15 +4,22 @@
  * only talks to its kernel interface and times that call alone.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "iova.h"
 
 #define DOMAIN_MASK                                               \
 	(MREG_DOMAIN_ATTR_DEVICE | MREG_DOMAIN_ATTR_MAX_REGIONS | \
-	 MREG_DOMAIN_ATTR_ACCESS)
+	 MREG_DOMAIN_ATTR_ACCESS | MREG_DOMAIN_ATTR_ADOPT |       \
+	 MREG_DOMAIN_ATTR_SLOT_BASE)
+#define REGION_MASK                                        \
+	(MREG_REGION_ATTR_ACCESS | MREG_REGION_ATTR_IOVA | \
+	 MREG_REGION_ATTR_IOVA_VA | MREG_REGION_ATTR_SLOT)
+#define REGION_ATTR_MIN_SIZE offsetof(struct mreg_region_attr, reserved)
 #define ACCESS_MASK                                          \
 	(MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_READ | \
 	 MREG_ACCESS_REMOTE_WRITE)
@@ -29,10 +36,9 @@ static const struct mreg_backend_ops *const backends[] = {
 #ifdef MREG_HAVE_KMOD
 	&mreg_kmod_ops,
 #endif
-#ifdef MREG_HAVE_DPDK
-	&mreg_dpdk_ops,
-#endif
 };
+
+#define BACKEND_LAST MREG_BACKEND_KMOD
 
 static const char *const backend_names[] = {
 	[MREG_BACKEND_IO_URING] = "io_uring",
@@ -40,7 +46,6 @@ static const char *const backend_names[] = {
 	[MREG_BACKEND_VFIO] = "vfio",
 	[MREG_BACKEND_IOMMUFD] = "iommufd",
 	[MREG_BACKEND_KMOD] = "kmod",
-	[MREG_BACKEND_DPDK] = "dpdk",
 };
 
 static const struct mreg_backend_ops *find_backend(int type)
@@ -62,7 +67,7 @@ MREG_EXPORT int mreg_backend_supported(enum mreg_backend backend)
 
 MREG_EXPORT const char *mreg_backend_name(enum mreg_backend backend)
 {
-	if (backend < MREG_BACKEND_IO_URING || backend > MREG_BACKEND_DPDK)
+	if (backend < MREG_BACKEND_IO_URING || backend > BACKEND_LAST)
 		return "unknown";
 	return backend_names[backend];
 }
@@ -71,7 +76,7 @@ MREG_EXPORT int mreg_backend_parse(const char *name)
 {
 	int i;
 
-	for (i = MREG_BACKEND_IO_URING; name && i <= MREG_BACKEND_DPDK; i++)
+	for (i = MREG_BACKEND_IO_URING; name && i <= BACKEND_LAST; i++)
 		if (!strcmp(name, backend_names[i]))
 			return i;
 	return -EINVAL;
@@ -95,13 +100,16 @@ static int check_domain_attr(const struct mreg_domain_attr *attr,
 		return mreg_fail(-EOPNOTSUPP,
 				 "domain: backend %s is not built in",
 				 mreg_backend_name(attr->backend));
+	if ((attr->comp_mask & MREG_DOMAIN_ATTR_SLOT_BASE) &&
+	    attr->backend != MREG_BACKEND_IO_URING)
+		return mreg_fail(-EINVAL, "domain: slot_base is for io_uring");
 	return 0;
 }
 
 MREG_EXPORT int mreg_domain_open(const struct mreg_domain_attr *attr,
 				 struct mreg_domain **out)
 {
-	const struct mreg_backend_ops *ops;
+	const struct mreg_backend_ops *ops = NULL;
 	struct mreg_domain *d;
 	int ret;
 
@@ -112,7 +120,7 @@ MREG_EXPORT int mreg_domain_open(const struct mreg_domain_attr *attr,
 		return ret;
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		return -ENOMEM;
+		return mreg_fail(-ENOMEM, "domain: out of memory");
 	d->ops = ops;
 	d->max_regions = attr->comp_mask & MREG_DOMAIN_ATTR_MAX_REGIONS
 				 ? attr->max_regions
@@ -169,7 +177,9 @@ const char *mreg_reg_hint(int err)
 	}
 }
 
-static int check_range(const void *addr, size_t len)
+/* Backends other than verbs take whole pages only. */
+static int check_range(const struct mreg_domain *d, const void *addr,
+		       uint64_t len)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 
@@ -177,20 +187,61 @@ static int check_range(const void *addr, size_t len)
 		return mreg_fail(-EINVAL, "register: len is zero");
 	if ((uintptr_t)addr > UINTPTR_MAX - len)
 		return mreg_fail(-EOVERFLOW,
-				 "register: addr %p + len %zu "
-				 "overflows",
-				 addr, len);
+				 "register: addr %p + len %llu overflows", addr,
+				 (unsigned long long)len);
+	if (d->ops->type == MREG_BACKEND_VERBS)
+		return 0;
 	if ((uintptr_t)addr % page)
 		return mreg_fail(-EINVAL,
-				 "register: addr %p is not "
-				 "page-aligned",
-				 addr);
+				 "register: addr %p is not page-aligned (%s "
+				 "pins whole pages)",
+				 addr, d->ops->name);
 	if (len % page)
 		return mreg_fail(-EINVAL,
-				 "register: len %zu is not a multiple "
-				 "of the page size",
-				 len);
+				 "register: len %llu is not a multiple of the "
+				 "page size (%s pins whole pages)",
+				 (unsigned long long)len, d->ops->name);
 	return 0;
+}
+
+static bool has_iova(enum mreg_backend b)
+{
+	return b == MREG_BACKEND_VFIO || b == MREG_BACKEND_IOMMUFD;
+}
+
+static int check_region_attr(const struct mreg_domain *d,
+			     const struct mreg_region_attr *a)
+{
+	uint32_t iova = MREG_REGION_ATTR_IOVA | MREG_REGION_ATTR_IOVA_VA;
+
+	if (a->size < REGION_ATTR_MIN_SIZE)
+		return mreg_fail(-EINVAL, "register: attr size %u too small",
+				 a->size);
+	if (a->comp_mask & ~REGION_MASK)
+		return mreg_fail(-EINVAL,
+				 "register: unknown comp_mask bits 0x%x",
+				 a->comp_mask & ~REGION_MASK);
+	if (a->size >= sizeof(*a) && a->reserved)
+		return mreg_fail(-EINVAL, "register: attr reserved is not 0");
+	if ((a->comp_mask & MREG_REGION_ATTR_ACCESS) &&
+	    (a->access & ~ACCESS_MASK))
+		return mreg_fail(-EINVAL, "register: unknown access bits 0x%x",
+				 a->access & ~ACCESS_MASK);
+	if ((a->comp_mask & iova) == iova)
+		return mreg_fail(-EINVAL,
+				 "register: IOVA and IOVA_VA both set");
+	if ((a->comp_mask & iova) && !has_iova(d->ops->type))
+		return mreg_fail(-EINVAL,
+				 "register: an IOVA is for vfio and iommufd, "
+				 "not %s",
+				 d->ops->name);
+	if ((a->comp_mask & MREG_REGION_ATTR_SLOT) &&
+	    d->ops->type != MREG_BACKEND_IO_URING)
+		return mreg_fail(-EINVAL,
+				 "register: a slot is for io_uring, "
+				 "not %s",
+				 d->ops->name);
+	return check_range(d, a->addr, a->length);
 }
 
 /* Count the region in before registering it, so that concurrent
@@ -220,19 +271,40 @@ static void unreserve_region(struct mreg_domain *d)
 	mreg_domain_unlock(d);
 }
 
-MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
-				     size_t len, struct mreg_region **out)
+static struct mreg_region *new_region(struct mreg_domain *d,
+				      const struct mreg_region_attr *a)
+{
+	struct mreg_region *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->domain = d;
+	r->info.addr = (uintptr_t)a->addr;
+	r->info.length = a->length;
+	r->comp_mask = a->comp_mask;
+	r->access =
+		a->comp_mask & MREG_REGION_ATTR_ACCESS ? a->access : d->access;
+	r->want_slot = a->slot;
+	r->want_iova = a->comp_mask & MREG_REGION_ATTR_IOVA_VA
+			       ? (uintptr_t)a->addr
+			       : a->iova;
+	return r;
+}
+
+MREG_EXPORT int mreg_region_register_attr(struct mreg_domain *d,
+					  const struct mreg_region_attr *attr,
+					  struct mreg_region **out)
 {
 	struct mreg_region *r;
 	int ret;
 
-	if (!d || !out)
-		return mreg_fail(-EINVAL, "register: domain and out are "
+	if (!d || !attr || !out)
+		return mreg_fail(-EINVAL, "register: domain, attr and out are "
 					  "required");
-	ret = check_range(addr, len);
+	ret = check_region_attr(d, attr);
 	if (ret)
 		return ret;
-	r = calloc(1, sizeof(*r));
+	r = new_region(d, attr);
 	if (!r)
 		return mreg_fail(-ENOMEM, "register: out of memory");
 	ret = reserve_region(d);
@@ -240,9 +312,6 @@ MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
 		free(r);
 		return ret;
 	}
-	r->domain = d;
-	r->info.addr = (uintptr_t)addr;
-	r->info.length = len;
 	ret = d->ops->reg(d, r);
 	if (ret) {
 		unreserve_region(d);
@@ -251,6 +320,15 @@ MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
 	}
 	*out = r;
 	return 0;
+}
+
+MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
+				     size_t len, struct mreg_region **out)
+{
+	struct mreg_region_attr attr = {
+		.size = sizeof(attr), .addr = addr, .length = len};
+
+	return mreg_region_register_attr(d, &attr, out);
 }
 
 MREG_EXPORT int mreg_region_deregister(struct mreg_region *r, uint64_t *ns)
@@ -270,13 +348,56 @@ MREG_EXPORT int mreg_region_deregister(struct mreg_region *r, uint64_t *ns)
 	return 0;
 }
 
+MREG_EXPORT void *mreg_region_native(const struct mreg_region *r)
+{
+	return r ? r->native : NULL;
+}
+
+/*
+ * The IOVA a VFIO region gets from the domain's allocator: the one asked
+ * for, if free, else the lowest free one keeping @align's offset, so the
+ * IOMMU can map huge pages.  Under the domain lock.
+ */
+int mreg_region_iova(struct mreg_domain *d, struct mreg_iova *a,
+		     const struct mreg_region *r, uint64_t align,
+		     uint64_t *iova)
+{
+	bool fixed = r->comp_mask &
+		     (MREG_REGION_ATTR_IOVA | MREG_REGION_ATTR_IOVA_VA);
+	int ret;
+
+	mreg_domain_lock(d);
+	if (fixed) {
+		*iova = r->want_iova;
+		ret = mreg_iova_reserve(a, r->want_iova, r->info.length);
+	} else {
+		ret = mreg_iova_alloc(a, r->info.length, align, r->info.addr,
+				      iova);
+	}
+	mreg_domain_unlock(d);
+	if (ret && fixed)
+		return mreg_fail(ret,
+				 "%s: iova 0x%llx..+%llu is taken or outside "
+				 "the IOMMU's ranges",
+				 d->ops->name, (unsigned long long)r->want_iova,
+				 (unsigned long long)r->info.length);
+	if (ret)
+		return mreg_fail(ret, "%s: no free IOVA range of %llu bytes",
+				 d->ops->name,
+				 (unsigned long long)r->info.length);
+	return 0;
+}
+
 MREG_EXPORT int mreg_region_query(const struct mreg_region *r,
 				  struct mreg_region_info *info)
 {
 	if (!r || !info)
 		return mreg_fail(-EINVAL, "query: region and info are "
 					  "required");
-	*info = r->info;
+	if (info->size < MREG_REGION_INFO_SIZE_V1)
+		return mreg_fail(-EINVAL, "query: info->size %u is below %zu",
+				 info->size, (size_t)MREG_REGION_INFO_SIZE_V1);
+	mreg_copy_out(info, &r->info, sizeof(r->info));
 	return 0;
 }
 

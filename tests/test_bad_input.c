@@ -72,7 +72,8 @@ static bool unmapped(void *addr, size_t len)
 	size_t off;
 
 	for (off = 0; off < len; off += PAGE)
-		if (!msync((char *)addr + off, PAGE, MS_ASYNC) || errno != ENOMEM)
+		if (!msync((char *)addr + off, PAGE, MS_ASYNC) ||
+		    errno != ENOMEM)
 			return false;
 	return true;
 }
@@ -161,6 +162,48 @@ static int attr_cases(void)
 	return T_PASS;
 }
 
+/* Output structs carry their size: too small is refused, larger is
+ * zero-filled past what the library knows. */
+static int output_size_cases(void)
+{
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_IO_URING};
+	struct {
+		struct mreg_region_info info;
+		uint64_t future;
+	} big = {.info.size = sizeof(big), .future = ~0ull};
+	struct {
+		struct mreg_folio_hist hist;
+		uint64_t future;
+	} bigh = {.hist.size = sizeof(bigh), .future = ~0ull};
+	struct mreg_region_info small = {.size = 8};
+	struct mreg_folio_hist none = {0};
+	char *p = map(PAGE, PROT_READ | PROT_WRITE);
+	struct mreg_domain *d;
+	struct mreg_region *r;
+
+	T_CHECK(p, "mmap");
+	p[0] = 1;
+	T_CHECK(!mreg_domain_open(&attr, &d), "%s", mreg_last_error());
+	T_CHECK(!mreg_region_register(d, p, PAGE, &r), "%s", mreg_last_error());
+	T_CHECK(mreg_region_query(r, &small) == -EINVAL &&
+			strstr(mreg_last_error(), "info->size"),
+		"query with a short info: %s", mreg_last_error());
+	T_CHECK(!mreg_region_query(r, &big.info) && !big.future &&
+			big.info.size == sizeof(big) && big.info.length == PAGE,
+		"query with a larger info: %s", mreg_last_error());
+	T_CHECK(!mreg_region_deregister(r, NULL), "%s", mreg_last_error());
+	T_CHECK(!mreg_domain_close(d), "%s", mreg_last_error());
+	T_CHECK(mreg_verify_range(p, PAGE, &none) == -EINVAL &&
+			strstr(mreg_last_error(), "hist->size"),
+		"verify with size 0: %s", mreg_last_error());
+	T_CHECK(mreg_verify_range(p, PAGE, &bigh.hist) != -EINVAL &&
+			!bigh.future,
+		"verify with a larger hist: %s", mreg_last_error());
+	munmap(p, PAGE);
+	printf("  %-26s -> refused or zero-filled\n", "output struct sizes");
+	return T_PASS;
+}
+
 /* Unprivileged, over RLIMIT_MEMLOCK: -ENOMEM and nothing stays pinned. */
 static int memlock_child(void)
 {
@@ -215,6 +258,8 @@ int main(void)
 		mreg_last_error());
 	if (!ret)
 		ret = attr_cases();
+	if (!ret)
+		ret = output_size_cases();
 	if (!ret)
 		ret = memlock_case();
 	return ret;

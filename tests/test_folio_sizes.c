@@ -38,7 +38,7 @@ static int check_hist(const struct t_folio *c, struct mreg_buf *buf)
 /* Writing every page must not move the buffer off its folios. */
 static int check_after_write(const struct t_folio *c, struct mreg_buf *buf)
 {
-	struct mreg_folio_hist again;
+	struct mreg_folio_hist again = {.size = sizeof(again)};
 	char *p = mreg_buf_addr(buf);
 
 	memset(p, 0x5a, mreg_buf_length(buf));

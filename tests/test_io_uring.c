@@ -61,7 +61,7 @@ static int check_io(struct mreg_domain *d, struct mreg_region *r, int fd,
 		    char *base)
 {
 	static char want[CHUNK];
-	struct mreg_region_info info;
+	struct mreg_region_info info = {.size = sizeof(info)};
 	size_t off;
 	int res;
 

@@ -41,8 +41,30 @@ static int check_alloc_free(void)
 	return T_PASS;
 }
 
+/* A caller-chosen IOVA: taken only when all of it is free. */
+static int check_reserve(void)
+{
+	const struct mreg_iova_range valid[] = {{2 * MB, 64 * MB - 1}};
+	struct mreg_iova a;
+	uint64_t x;
+
+	T_CHECK(!mreg_iova_init(&a, valid, 1), "init");
+	T_CHECK(!mreg_iova_reserve(&a, 8 * MB, 2 * MB), "reserve 8M+2M");
+	T_CHECK(mreg_iova_reserve(&a, 9 * MB, 2 * MB) == -EBUSY,
+		"overlapping reservation accepted");
+	T_CHECK(mreg_iova_reserve(&a, MB, 2 * MB) == -EBUSY,
+		"reservation outside the valid ranges accepted");
+	T_CHECK(!mreg_iova_alloc(&a, 6 * MB, 2 * MB, 0, &x) && x == 2 * MB,
+		"alloc below the reservation: 0x%" PRIx64, x);
+	T_CHECK(!mreg_iova_alloc(&a, 2 * MB, 2 * MB, 0, &x) && x == 10 * MB,
+		"alloc skips the reservation: 0x%" PRIx64, x);
+	T_CHECK(!mreg_iova_free(&a, 8 * MB, 2 * MB), "free the reservation");
+	mreg_iova_fini(&a);
+	return T_PASS;
+}
+
 int main(void)
 {
 	t_init("test_iova");
-	return check_alloc_free();
+	return check_alloc_free() || check_reserve();
 }

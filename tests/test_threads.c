@@ -135,7 +135,7 @@ static int read_fixed(struct worker *w, uint32_t index)
 
 static int one_pair(struct worker *w)
 {
-	struct mreg_region_info info;
+	struct mreg_region_info info = {.size = sizeof(info)};
 	struct mreg_region *r;
 	int ret;
 

@@ -155,7 +155,8 @@ static void fill(struct mreg_buf *buf, unsigned int seed)
 static int write_and_read(struct mreg_domain *d, struct mreg_buf *a,
 			  struct mreg_buf *b)
 {
-	struct mreg_region_info ia, ib;
+	struct mreg_region_info ia = {.size = sizeof(ia)};
+	struct mreg_region_info ib = {.size = sizeof(ib)};
 	struct mreg_region *ra, *rb;
 	struct loop_qp l = {0};
 	int ret;

@@ -34,7 +34,7 @@ static int open_domain(struct mreg_domain **d)
 
 static int map_balance(const struct t_folio *c)
 {
-	struct mreg_region_info info;
+	struct mreg_region_info info = {.size = sizeof(info)};
 	struct t_pins before, mapped;
 	struct mreg_region *r;
 	struct mreg_domain *d;
@@ -76,7 +76,7 @@ static int raw_map(int container, void *va, uint64_t iova, uint64_t len)
 
 static int refusals(struct mreg_buf *buf)
 {
-	struct mreg_region_info info;
+	struct mreg_region_info info = {.size = sizeof(info)};
 	struct mreg_region *r;
 	struct mreg_domain *d;
 	char *va = mreg_buf_addr(buf);

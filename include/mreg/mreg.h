@@ -50,9 +50,16 @@ enum mreg_verify_method {
 	MREG_VERIFY_ESTIMATE = 2,
 };
 
+/*
+ * Output structs begin with their size, which the caller sets to
+ * sizeof(): the library fills what it knows up to that size and zeroes
+ * the rest, so either side can be the newer one.
+ */
 struct mreg_folio_hist {
+	uint32_t size;	    /* in: sizeof(struct mreg_folio_hist) */
 	uint32_t method;    /* enum mreg_verify_method */
 	uint32_t page_size; /* base page size in bytes */
+	uint32_t reserved;
 	/* Folios of each order that back (part of) the range. */
 	uint64_t folios[MREG_HIST_ORDERS];
 	/* Bytes of the range that sit in a folio of each order. */
@@ -66,11 +73,17 @@ struct mreg_folio_hist {
 /*
  * Verify which folios back [addr, addr+len) of the calling process.
  * Exact when pagemap PFNs and /proc/kpageflags are readable, else -EPERM.
+ * @hist->size must be set (-EINVAL below the first version's size).
  * Return: 0 or -errno.
  */
 int mreg_verify_range(const void *addr, size_t len,
 		      struct mreg_folio_hist *hist);
-/* Render @hist as "64K:4096 2M-pmd:1 (exact)" into @buf. Return: length. */
+/*
+ * Render @hist into @buf as one line, largest folios first, e.g.
+ * "2M:128 pmd-mapped:256M (exact)" or "64K:4096 (exact)".  Like snprintf:
+ * at most @buflen bytes including the NUL; buflen 0 (buf may be NULL)
+ * writes nothing.  Return: the length of the whole text, without the NUL.
+ */
 int mreg_folio_hist_format(const struct mreg_folio_hist *hist, char *buf,
 			   size_t buflen);
 
@@ -169,7 +182,7 @@ enum mreg_backend {
 	MREG_BACKEND_VFIO = 3,
 	MREG_BACKEND_IOMMUFD = 4,
 	MREG_BACKEND_KMOD = 5,
-	MREG_BACKEND_DPDK = 6,
+	/* 6 is kept for DPDK, which has no backend yet. */
 };
 
 /* Built into this library and usable on this system: 1, else 0. */
@@ -182,6 +195,10 @@ enum mreg_domain_attr_mask {
 	MREG_DOMAIN_ATTR_DEVICE = 1u << 0,
 	MREG_DOMAIN_ATTR_MAX_REGIONS = 1u << 1,
 	MREG_DOMAIN_ATTR_ACCESS = 1u << 2,
+	/* Register into the caller's own object (native, fd, ioas_id). */
+	MREG_DOMAIN_ATTR_ADOPT = 1u << 3,
+	/* io_uring: the first slot of the buffer table mreg may use. */
+	MREG_DOMAIN_ATTR_SLOT_BASE = 1u << 4,
 };
 
 enum mreg_access {
@@ -190,12 +207,37 @@ enum mreg_access {
 	MREG_ACCESS_REMOTE_WRITE = 1u << 2,
 };
 
+/*
+ * A domain either opens its own kernel object (a ring, a PD on the first
+ * or named RDMA device, a VFIO container with the device's group, an
+ * IOAS with the device attached, a /dev/mreg file) and closes it in
+ * mreg_domain_close(), or, with MREG_DOMAIN_ATTR_ADOPT, registers into
+ * one the caller opened, which mreg never closes and which must outlive
+ * the domain:
+ *
+ *   io_uring  native: struct io_uring *.  mreg uses slots slot_base ..
+ *             slot_base + max_regions - 1 of the ring's buffer table and
+ *             leaves the others to the caller.  A ring without a table
+ *             gets a sparse one of slot_base + max_regions slots, which
+ *             mreg unregisters at close.
+ *   verbs     native: struct ibv_pd *; MRs are registered on it.
+ *   vfio      fd: a type1 container with its group attached and the IOMMU
+ *             type set; IOVAs come from its VFIO_IOMMU_GET_INFO ranges.
+ *   iommufd   fd: /dev/iommu, ioas_id: an IOAS with a device attached.
+ *   kmod      fd: an open /dev/mreg.
+ *
+ * comp_mask says which fields are valid, so the struct can grow.
+ */
 struct mreg_domain_attr {
 	uint32_t backend;     /* enum mreg_backend */
 	uint32_t comp_mask;   /* enum mreg_domain_attr_mask: valid fields */
 	const char *device;   /* backend-specific: rdma device, VFIO group */
 	uint32_t max_regions; /* io_uring: buffer table slots (default 64) */
 	uint32_t access;      /* enum mreg_access (default LOCAL_WRITE) */
+	void *native;	      /* ADOPT: io_uring and verbs */
+	int fd;		      /* ADOPT: vfio, iommufd and kmod */
+	uint32_t ioas_id;     /* ADOPT: iommufd */
+	uint32_t slot_base;   /* SLOT_BASE: io_uring (default 0) */
 };
 
 struct mreg_domain;
@@ -215,10 +257,52 @@ void *mreg_domain_native(struct mreg_domain *domain);
  */
 int mreg_region_register(struct mreg_domain *domain, void *addr, size_t len,
 			 struct mreg_region **out);
+enum mreg_region_attr_mask {
+	/* Access of this region instead of the domain's (verbs: the MR's
+	 * access flags; VFIO, iommufd and kmod: the device may write only
+	 * with LOCAL_WRITE or REMOTE_WRITE; io_uring: unused). */
+	MREG_REGION_ATTR_ACCESS = 1u << 0,
+	/* VFIO/iommufd: map at iova, which must be free. */
+	MREG_REGION_ATTR_IOVA = 1u << 1,
+	/* VFIO/iommufd: map at the region's own address (IOVA = VA). */
+	MREG_REGION_ATTR_IOVA_VA = 1u << 2,
+	/* io_uring: the first buffer index, which must be free. */
+	MREG_REGION_ATTR_SLOT = 1u << 3,
+};
+
+/*
+ * What to register and how.  @addr and @length are byte-granular for
+ * verbs (the MR covers exactly those bytes); every other backend pins
+ * whole pages and takes only page-aligned ranges (-EINVAL otherwise, the
+ * message saying so), as its kernel interface does.
+ */
+struct mreg_region_attr {
+	uint32_t size;	    /* sizeof(struct mreg_region_attr) */
+	uint32_t comp_mask; /* enum mreg_region_attr_mask: valid fields */
+	void *addr;
+	uint64_t length;
+	uint32_t access; /* ACCESS: enum mreg_access */
+	uint32_t slot;	 /* SLOT: io_uring buffer index */
+	uint64_t iova;	 /* IOVA: device address */
+	uint64_t reserved;
+};
+
+int mreg_region_register_attr(struct mreg_domain *domain,
+			      const struct mreg_region_attr *attr,
+			      struct mreg_region **out);
 /* Deregister and free @region; *@ns gets the timed kernel call (or NULL). */
 int mreg_region_deregister(struct mreg_region *region, uint64_t *ns);
+/*
+ * The backend's own handle of @region: struct ibv_mr * for verbs, NULL
+ * for the others, whose handle is a number in mreg_region_info (io_uring
+ * index, VFIO/iommufd iova, mreg.ko handle in index).  Valid until the
+ * region is deregistered.
+ */
+void *mreg_region_native(const struct mreg_region *region);
 
 struct mreg_region_info {
+	uint32_t size;	    /* in: sizeof(struct mreg_region_info) */
+	uint32_t reserved;
 	uint64_t addr;
 	uint64_t length;
 	uint64_t iova;	    /* VFIO/iommufd: device address */
@@ -229,6 +313,7 @@ struct mreg_region_info {
 	uint32_t nr_slices; /* kernel objects used (1 GiB iovecs, ...) */
 };
 
+/* @info->size must be set; see struct mreg_folio_hist for the rule. */
 int mreg_region_query(const struct mreg_region *region,
 		      struct mreg_region_info *info);
 

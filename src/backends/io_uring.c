@@ -5,6 +5,7 @@
  * the kernel's limit for one registered buffer.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -16,8 +17,12 @@
 #define SLICE_MAX (1ull << 30)
 
 struct uring_domain {
-	struct io_uring ring;
-	uint8_t *slot_used;
+	struct io_uring own; /* the ring mreg opened, unless adopted */
+	struct io_uring *ring;
+	bool own_ring;
+	bool own_table; /* mreg registered the buffer table */
+	uint32_t slot_base;
+	uint8_t *slot_used; /* max_regions slots from slot_base */
 };
 
 static int uring_supported(void)
@@ -30,45 +35,88 @@ static int uring_supported(void)
 	return 1;
 }
 
+/*
+ * An adopted ring may already have a buffer table (io_uring allows one):
+ * then mreg's slots are the caller's promise, and a slot past its end
+ * fails at registration.  Without one, mreg adds a sparse table and
+ * removes it at close; it never touches slots outside its range.
+ */
+static int table_open(struct mreg_domain *d, struct uring_domain *u)
+{
+	uint32_t slots = u->slot_base + d->max_regions;
+	int ret = io_uring_register_buffers_sparse(u->ring, slots);
+
+	if (!ret) {
+		u->own_table = true;
+		return 0;
+	}
+	if (ret == -EBUSY && !u->own_ring)
+		return 0;
+	return mreg_fail(ret, "io_uring: buffer table of %u slots: %s", slots,
+			 strerror(-ret));
+}
+
+static int ring_open(struct uring_domain *u,
+		     const struct mreg_domain_attr *attr)
+{
+	int ret;
+
+	if (mreg_adopted(attr)) {
+		if (!attr->native)
+			return mreg_fail(-EINVAL, "io_uring: adopt needs "
+						  "native (struct io_uring *)");
+		u->ring = attr->native;
+		return 0;
+	}
+	ret = io_uring_queue_init(8, &u->own, 0);
+	if (ret)
+		return mreg_fail(ret, "io_uring: ring: %s", strerror(-ret));
+	u->ring = &u->own;
+	u->own_ring = true;
+	return 0;
+}
+
+static void uring_free(struct uring_domain *u)
+{
+	if (u->own_table)
+		io_uring_unregister_buffers(u->ring);
+	if (u->own_ring)
+		io_uring_queue_exit(&u->own);
+	free(u->slot_used);
+	free(u);
+}
+
 static int uring_domain_open(struct mreg_domain *d,
 			     const struct mreg_domain_attr *attr)
 {
 	struct uring_domain *u;
 	int ret;
 
-	(void)attr;
 	u = calloc(1, sizeof(*u));
 	if (u)
 		u->slot_used = calloc(d->max_regions, 1);
 	if (!u || !u->slot_used) {
 		free(u);
-		return -ENOMEM;
+		return mreg_fail(-ENOMEM, "io_uring: out of memory");
 	}
-	ret = io_uring_queue_init(8, &u->ring, 0);
-	if (ret)
-		goto err_free;
-	ret = io_uring_register_buffers_sparse(&u->ring, d->max_regions);
-	if (ret)
-		goto err_exit;
+	u->slot_base = attr->comp_mask & MREG_DOMAIN_ATTR_SLOT_BASE
+			       ? attr->slot_base
+			       : 0;
+	ret = ring_open(u, attr);
+	if (!ret)
+		ret = table_open(d, u);
+	if (ret) {
+		uring_free(u);
+		return ret;
+	}
 	d->priv = u;
-	d->native = &u->ring;
+	d->native = u->ring;
 	return 0;
-err_exit:
-	io_uring_queue_exit(&u->ring);
-err_free:
-	free(u->slot_used);
-	free(u);
-	return mreg_fail(ret, "io_uring: ring with %u buffer slots: %s",
-			 d->max_regions, strerror(-ret));
 }
 
 static void uring_domain_close(struct mreg_domain *d)
 {
-	struct uring_domain *u = d->priv;
-
-	io_uring_queue_exit(&u->ring);
-	free(u->slot_used);
-	free(u);
+	uring_free(d->priv);
 }
 
 /* First run of @nr free slots, or -ENOSPC.  Called with the domain lock. */
@@ -88,15 +136,31 @@ static int find_slots(const struct mreg_domain *d, uint32_t nr)
 	return -ENOSPC;
 }
 
+/* @first..+@nr relative to slot_base, if all free; else -EBUSY. */
+static int claim_fixed(const struct mreg_domain *d, uint32_t first, uint32_t nr)
+{
+	const struct uring_domain *u = d->priv;
+	uint32_t i;
+
+	for (i = 0; i < nr; i++)
+		if (u->slot_used[first + i])
+			return -EBUSY;
+	return (int)first;
+}
+
 /* Claim @nr consecutive slots before any syscall, so that two threads
- * registering at once never install into the same slot. */
-static int reserve_slots(struct mreg_domain *d, uint32_t nr)
+ * registering at once never install into the same slot.  Returns the
+ * first, relative to slot_base. */
+static int reserve_slots(struct mreg_domain *d, const struct mreg_region *r,
+			 uint32_t nr)
 {
 	struct uring_domain *u = d->priv;
 	int first;
 
 	mreg_domain_lock(d);
-	first = find_slots(d, nr);
+	first = r->comp_mask & MREG_REGION_ATTR_SLOT
+			? claim_fixed(d, r->want_slot - u->slot_base, nr)
+			: find_slots(d, nr);
 	if (first >= 0)
 		memset(u->slot_used + first, 1, nr);
 	mreg_domain_unlock(d);
@@ -108,7 +172,7 @@ static void release_slots(struct mreg_domain *d, uint32_t first, uint32_t nr)
 	struct uring_domain *u = d->priv;
 
 	mreg_domain_lock(d);
-	memset(u->slot_used + first, 0, nr);
+	memset(u->slot_used + first - u->slot_base, 0, nr);
 	mreg_domain_unlock(d);
 }
 
@@ -119,8 +183,7 @@ static int update_slot(struct uring_domain *u, uint32_t slot,
 	uint64_t t0 = mreg_now_ns();
 	int ret;
 
-	ret = io_uring_register_buffers_update_tag(&u->ring, slot, iov, NULL,
-						   1);
+	ret = io_uring_register_buffers_update_tag(u->ring, slot, iov, NULL, 1);
 	*ns += mreg_now_ns() - t0;
 	return ret < 0 ? ret : 0;
 }
@@ -135,20 +198,44 @@ static void clear_slots(struct uring_domain *u, uint32_t first, uint32_t nr,
 		update_slot(u, first + i, &empty, ns);
 }
 
+static int check_fixed_slot(const struct mreg_domain *d,
+			    const struct mreg_region *r, uint32_t nr)
+{
+	const struct uring_domain *u = d->priv;
+
+	if (!(r->comp_mask & MREG_REGION_ATTR_SLOT))
+		return 0;
+	if (r->want_slot < u->slot_base ||
+	    r->want_slot - u->slot_base + (uint64_t)nr > d->max_regions)
+		return mreg_fail(-EINVAL,
+				 "io_uring: slot %u..+%u is outside the "
+				 "domain's slots %u..+%u",
+				 r->want_slot, nr, u->slot_base,
+				 d->max_regions);
+	return 0;
+}
+
 static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 {
 	uint32_t nr = (uint32_t)((r->info.length + SLICE_MAX - 1) / SLICE_MAX);
 	struct uring_domain *u = d->priv;
 	uint64_t off = 0, unwind_ns = 0;
-	uint32_t done;
-	int first, ret = 0;
+	uint32_t done, first;
+	int rel, ret;
 
-	first = reserve_slots(d, nr);
-	if (first < 0)
-		return mreg_fail(first,
+	ret = check_fixed_slot(d, r, nr);
+	if (ret)
+		return ret;
+	rel = reserve_slots(d, r, nr);
+	if (rel == -EBUSY)
+		return mreg_fail(rel, "io_uring: slot %u is taken",
+				 r->want_slot);
+	if (rel < 0)
+		return mreg_fail(rel,
 				 "io_uring: no %u free buffer slots "
 				 "(max_regions %u)",
 				 nr, d->max_regions);
+	first = u->slot_base + (uint32_t)rel;
 	for (done = 0; done < nr; done++, off += SLICE_MAX) {
 		struct iovec iov = {
 			.iov_base = (void *)(uintptr_t)(r->info.addr + off),
@@ -157,23 +244,25 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 					   : SLICE_MAX,
 		};
 
-		ret = update_slot(u, (uint32_t)first + done, &iov,
-				  &r->info.reg_ns);
+		ret = update_slot(u, first + done, &iov, &r->info.reg_ns);
 		if (ret)
 			break;
 	}
 	if (ret) {
 		/* Never leave half a region pinned. */
-		clear_slots(u, (uint32_t)first, done, &unwind_ns);
-		release_slots(d, (uint32_t)first, nr);
+		clear_slots(u, first, done, &unwind_ns);
+		release_slots(d, first, nr);
 		return mreg_fail(ret,
 				 "io_uring: register addr 0x%llx len "
-				 "%llu: %s%s",
+				 "%llu (buffer %u): %s%s",
 				 (unsigned long long)r->info.addr,
 				 (unsigned long long)r->info.length,
-				 strerror(-ret), mreg_reg_hint(ret));
+				 first + done, strerror(-ret),
+				 ret == -EINVAL
+					 ? " (past the ring's buffer table?)"
+					 : mreg_reg_hint(ret));
 	}
-	r->info.index = (uint32_t)first;
+	r->info.index = first;
 	r->info.nr_slices = nr;
 	return 0;
 }

@@ -5,6 +5,7 @@
  * domain is attached, so an IOAS without one would time no pinning.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct iommufd_domain {
 	int iommufd;
 	int device;
 	uint32_t ioas_id;
+	bool adopted; /* iommufd and IOAS are the caller's: never closed */
 };
 
 static int iommufd_supported(void)
@@ -78,24 +80,45 @@ static void close_fds(struct iommufd_domain *f)
 		close(f->iommufd);
 }
 
+static int open_own(struct iommufd_domain *f,
+		    const struct mreg_domain_attr *attr)
+{
+	int ret;
+
+	if (!(attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE) || !attr->device)
+		return mreg_fail(-EINVAL, "iommufd: device (PCI address of a "
+					  "vfio-pci device) is required");
+	ret = alloc_ioas(f);
+	return ret ? ret : attach_device(f, attr->device);
+}
+
+/* The caller's iommufd and IOAS, a device attached to it. */
+static int adopt_ioas(struct iommufd_domain *f,
+		      const struct mreg_domain_attr *attr)
+{
+	if (attr->fd < 0)
+		return mreg_fail(-EBADF, "iommufd: adopt needs fd (/dev/iommu) "
+					 "and ioas_id");
+	f->iommufd = attr->fd;
+	f->ioas_id = attr->ioas_id;
+	f->adopted = true;
+	return 0;
+}
+
 static int iommufd_domain_open(struct mreg_domain *d,
 			       const struct mreg_domain_attr *attr)
 {
 	struct iommufd_domain *f;
 	int ret;
 
-	if (!(attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE) || !attr->device)
-		return mreg_fail(-EINVAL, "iommufd: device (PCI address of a "
-					  "vfio-pci device) is required");
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return -ENOMEM;
-	f->device = -1;
-	ret = alloc_ioas(f);
-	if (!ret)
-		ret = attach_device(f, attr->device);
+		return mreg_fail(-ENOMEM, "iommufd: out of memory");
+	f->iommufd = f->device = -1;
+	ret = mreg_adopted(attr) ? adopt_ioas(f, attr) : open_own(f, attr);
 	if (ret) {
-		close_fds(f);
+		if (!f->adopted)
+			close_fds(f);
 		free(f);
 		return ret;
 	}
@@ -106,8 +129,11 @@ static int iommufd_domain_open(struct mreg_domain *d,
 
 static void iommufd_domain_close(struct mreg_domain *d)
 {
-	close_fds(d->priv);
-	free(d->priv);
+	struct iommufd_domain *f = d->priv;
+
+	if (!f->adopted)
+		close_fds(f);
+	free(f);
 }
 
 static uint32_t map_flags(uint32_t access)
@@ -124,13 +150,19 @@ static int iommufd_reg(struct mreg_domain *d, struct mreg_region *r)
 	struct iommufd_domain *f = d->priv;
 	struct iommu_ioas_map map = {
 		.size = sizeof(map),
-		.flags = map_flags(d->access),
+		.flags = map_flags(r->access),
 		.ioas_id = f->ioas_id,
 		.user_va = r->info.addr,
 		.length = r->info.length,
 	};
 	uint64_t t0;
 	int ret;
+
+	/* The kernel keeps the IOAS's allocator: a fixed IOVA is a flag. */
+	if (r->comp_mask & (MREG_REGION_ATTR_IOVA | MREG_REGION_ATTR_IOVA_VA)) {
+		map.flags |= IOMMU_IOAS_MAP_FIXED_IOVA;
+		map.iova = r->want_iova;
+	}
 
 	t0 = mreg_now_ns();
 	ret = ioctl(f->iommufd, IOMMU_IOAS_MAP, &map) ? -errno : 0;

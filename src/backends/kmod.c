@@ -4,6 +4,7 @@
  * and its folio-coalesced extents, as a userspace driver wants them.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 struct kmod_domain {
 	int fd;
+	bool adopted; /* the caller's /dev/mreg file: never closed */
 };
 
 static int kmod_supported(void)
@@ -38,6 +40,15 @@ static int check_abi(int fd, const char *path)
 	return 0;
 }
 
+static int open_own(struct kmod_domain *k, const char *path)
+{
+	k->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (k->fd < 0)
+		return mreg_fail(-errno, "kmod: open %s: %s (is mreg.ko loaded?)",
+				 path, strerror(errno));
+	return 0;
+}
+
 static int kmod_domain_open(struct mreg_domain *d,
 			    const struct mreg_domain_attr *attr)
 {
@@ -49,18 +60,23 @@ static int kmod_domain_open(struct mreg_domain *d,
 	int ret;
 
 	if (!k)
-		return -ENOMEM;
-	k->fd = open(path, O_RDWR | O_CLOEXEC);
-	if (k->fd < 0) {
-		free(k);
-		return mreg_fail(-errno,
-				 "kmod: open %s: %s (is mreg.ko "
-				 "loaded?)",
-				 path, strerror(errno));
+		return mreg_fail(-ENOMEM, "kmod: out of memory");
+	k->fd = -1;
+	if (!mreg_adopted(attr)) {
+		ret = open_own(k, path);
+	} else if (attr->fd < 0) {
+		ret = mreg_fail(-EBADF, "kmod: adopt needs fd (/dev/mreg)");
+	} else {
+		k->fd = attr->fd;
+		k->adopted = true;
+		ret = 0;
 	}
-	ret = check_abi(k->fd, path);
+	if (!ret)
+		ret = check_abi(k->fd, mreg_adopted(attr) ? "the adopted fd"
+							   : path);
 	if (ret) {
-		close(k->fd);
+		if (!k->adopted && k->fd >= 0)
+			close(k->fd);
 		free(k);
 		return ret;
 	}
@@ -69,11 +85,13 @@ static int kmod_domain_open(struct mreg_domain *d,
 	return 0;
 }
 
+/* An adopted file stays open: the caller's pins on it are its own. */
 static void kmod_domain_close(struct mreg_domain *d)
 {
 	struct kmod_domain *k = d->priv;
 
-	close(k->fd);
+	if (!k->adopted)
+		close(k->fd);
 	free(k);
 }
 
@@ -88,7 +106,7 @@ static int kmod_reg(struct mreg_domain *d, struct mreg_region *r)
 	uint64_t t0;
 	int ret;
 
-	if (!(d->access & (MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_WRITE)))
+	if (!(r->access & (MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_WRITE)))
 		pin.flags |= MREG_PIN_FLAG_READONLY;
 	t0 = mreg_now_ns();
 	ret = ioctl(k->fd, MREG_IOC_PIN, &pin) ? -errno : 0;

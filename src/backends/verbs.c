@@ -99,8 +99,9 @@ static bool verbs_ready(void)
 }
 
 struct verbs_domain {
-	struct ibv_context *ctx;
+	struct ibv_context *ctx; /* NULL when the PD is the caller's */
 	struct ibv_pd *pd;
+	bool adopted;
 };
 
 static int verbs_supported(void)
@@ -134,30 +135,49 @@ static struct ibv_context *open_named(const char *name)
 	return ctx;
 }
 
+/* The caller's PD: mreg registers MRs on it and never deallocates it. */
+static int adopt_pd(struct verbs_domain *v, const struct mreg_domain_attr *attr)
+{
+	if (!attr->native)
+		return mreg_fail(-EINVAL,
+				 "verbs: adopt needs native (struct ibv_pd *)");
+	v->pd = attr->native;
+	v->adopted = true;
+	return 0;
+}
+
+static int open_pd(struct verbs_domain *v, const char *name)
+{
+	v->ctx = open_named(name);
+	if (!v->ctx)
+		return mreg_fail(-ENODEV, "verbs: no RDMA device %s",
+				 name ? name : "(none found)");
+	v->pd = ibv.alloc_pd(v->ctx);
+	if (!v->pd) {
+		ibv.close_device(v->ctx);
+		return mreg_fail(-ENOMEM, "verbs: ibv_alloc_pd failed");
+	}
+	return 0;
+}
+
 static int verbs_domain_open(struct mreg_domain *d,
 			     const struct mreg_domain_attr *attr)
 {
 	const char *name =
 		attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE ? attr->device : NULL;
 	struct verbs_domain *v;
+	int ret;
 
 	if (!verbs_ready())
 		return mreg_fail(-EOPNOTSUPP, "verbs: cannot load %s: %s",
 				 IBVERBS_SONAME, verbs_dl_error);
 	v = calloc(1, sizeof(*v));
 	if (!v)
-		return -ENOMEM;
-	v->ctx = open_named(name);
-	if (!v->ctx) {
+		return mreg_fail(-ENOMEM, "verbs: out of memory");
+	ret = mreg_adopted(attr) ? adopt_pd(v, attr) : open_pd(v, name);
+	if (ret) {
 		free(v);
-		return mreg_fail(-ENODEV, "verbs: no RDMA device %s",
-				 name ? name : "(none found)");
-	}
-	v->pd = ibv.alloc_pd(v->ctx);
-	if (!v->pd) {
-		ibv.close_device(v->ctx);
-		free(v);
-		return mreg_fail(-ENOMEM, "verbs: ibv_alloc_pd failed");
+		return ret;
 	}
 	d->priv = v;
 	d->native = v->pd;
@@ -168,8 +188,10 @@ static void verbs_domain_close(struct mreg_domain *d)
 {
 	struct verbs_domain *v = d->priv;
 
-	ibv.dealloc_pd(v->pd);
-	ibv.close_device(v->ctx);
+	if (!v->adopted) {
+		ibv.dealloc_pd(v->pd);
+		ibv.close_device(v->ctx);
+	}
 	free(v);
 }
 
@@ -210,7 +232,7 @@ static int verbs_reg(struct mreg_domain *d, struct mreg_region *r)
 	errno = 0;
 	t0 = mreg_now_ns();
 	mr = verbs_reg_mr(v->pd, (void *)(uintptr_t)r->info.addr,
-			  r->info.length, ibv_access(d->access));
+			  r->info.length, ibv_access(r->access));
 	r->info.reg_ns = mreg_now_ns() - t0;
 	if (!mr) {
 		err = errno ? -errno : -EINVAL;
@@ -218,10 +240,11 @@ static int verbs_reg(struct mreg_domain *d, struct mreg_region *r)
 				 "verbs: ibv_reg_mr addr 0x%llx len %llu "
 				 "access 0x%x: %s%s",
 				 (unsigned long long)r->info.addr,
-				 (unsigned long long)r->info.length, d->access,
+				 (unsigned long long)r->info.length, r->access,
 				 strerror(-err), mreg_reg_hint(err));
 	}
 	r->priv = mr;
+	r->native = mr;
 	r->info.lkey = mr->lkey;
 	r->info.rkey = mr->rkey;
 	r->info.nr_slices = 1;

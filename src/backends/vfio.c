@@ -6,6 +6,7 @@
  * count the kernel says is left (CAP_DMA_AVAIL).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct vfio_domain {
 	int container;
 	int group;
 	int device;
+	bool adopted; /* the container is the caller's: never closed */
 	struct mreg_iova iova;
 };
 
@@ -180,26 +182,44 @@ static void close_fds(struct vfio_domain *v)
 		close(v->container);
 }
 
+static int open_own(struct vfio_domain *v, const struct mreg_domain_attr *attr)
+{
+	int ret;
+
+	if (!(attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE) || !attr->device)
+		return mreg_fail(-EINVAL, "vfio: device (PCI address or "
+					  "/dev/vfio/N) is required");
+	ret = open_container(v, attr->device);
+	return ret ? ret : open_device(v, attr->device);
+}
+
+/* The caller's container, its group attached and the IOMMU type set. */
+static int adopt_container(struct vfio_domain *v,
+			   const struct mreg_domain_attr *attr)
+{
+	if (attr->fd < 0)
+		return mreg_fail(-EBADF, "vfio: adopt needs fd (a container)");
+	v->container = attr->fd;
+	v->adopted = true;
+	return 0;
+}
+
 static int vfio_domain_open(struct mreg_domain *d,
 			    const struct mreg_domain_attr *attr)
 {
 	struct vfio_domain *v;
 	int ret;
 
-	if (!(attr->comp_mask & MREG_DOMAIN_ATTR_DEVICE) || !attr->device)
-		return mreg_fail(-EINVAL, "vfio: device (PCI address or "
-					  "/dev/vfio/N) is required");
 	v = calloc(1, sizeof(*v));
 	if (!v)
-		return -ENOMEM;
-	v->group = v->device = -1;
-	ret = open_container(v, attr->device);
-	if (!ret)
-		ret = open_device(v, attr->device);
+		return mreg_fail(-ENOMEM, "vfio: out of memory");
+	v->container = v->group = v->device = -1;
+	ret = mreg_adopted(attr) ? adopt_container(v, attr) : open_own(v, attr);
 	if (!ret)
 		ret = init_iova(v);
 	if (ret) {
-		close_fds(v);
+		if (!v->adopted)
+			close_fds(v);
 		free(v);
 		return ret;
 	}
@@ -212,7 +232,8 @@ static void vfio_domain_close(struct mreg_domain *d)
 {
 	struct vfio_domain *v = d->priv;
 
-	close_fds(v);
+	if (!v->adopted)
+		close_fds(v);
 	mreg_iova_fini(&v->iova);
 	free(v);
 }
@@ -251,20 +272,18 @@ static int vfio_reg(struct mreg_domain *d, struct mreg_region *r)
 	struct vfio_domain *v = d->priv;
 	struct vfio_iommu_type1_dma_map map = {
 		.argsz = sizeof(map),
-		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.flags = VFIO_DMA_MAP_FLAG_READ,
 		.vaddr = r->info.addr,
 		.size = r->info.length,
 	};
 	uint64_t t0, iova;
 	int ret;
 
-	mreg_domain_lock(d);
-	ret = mreg_iova_alloc(&v->iova, r->info.length, HUGE_ALIGN,
-			      r->info.addr, &iova);
-	mreg_domain_unlock(d);
+	if (r->access & (MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_WRITE))
+		map.flags |= VFIO_DMA_MAP_FLAG_WRITE;
+	ret = mreg_region_iova(d, &v->iova, r, HUGE_ALIGN, &iova);
 	if (ret)
-		return mreg_fail(ret, "vfio: no free IOVA range of %llu bytes",
-				 (unsigned long long)r->info.length);
+		return ret;
 	map.iova = iova;
 	t0 = mreg_now_ns();
 	ret = ioctl(v->container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;

@@ -18,7 +18,7 @@ make_payload() {
 	for t in "$build"/tests/test_*; do
 		[ -x "$t" ] && cp "$t" "$payload/bin/"
 	done
-	cp "$build/bench/mreg-bench" "$build"/libmreg.so.0 "$payload/bin/"
+	cp "$build/bench/mreg-bench" "$build"/libmreg.so.[0-9] "$payload/bin/"
 	cp "$here"/tests/* "$payload/tests/"
 	cp "$here/devices.sh" "$build/examples/pin_extents" "$payload/bin/"
 	mkdir -p "$payload/ko"
