@@ -28,14 +28,17 @@ static void print_log(void *ctx, int level, const char *msg)
 /*
  * 64 kB folios if the kernel offers them, else base pages. Whether the
  * kernel hands out 64 kB folios is up to the THP policy in sysfs, which
- * is the administrator's: ALLOW_FALLBACK takes the buffer whatever it
- * got, and we say what that was.
+ * is the administrator's (mreg changes it only when asked, as root):
+ * ALLOW_FALLBACK takes the buffer whatever it got, and we say what that
+ * was.
  */
 static int alloc_buf(size_t length, struct mreg_buf **buf)
 {
 	struct mreg_buf_attr attr = {
 		.size = sizeof(attr),
-		.flags = MREG_BUF_ALLOW_FALLBACK,
+		/* As root, ask mreg to narrow the policy while it faults in. */
+		.flags = MREG_BUF_ALLOW_FALLBACK |
+			 (geteuid() ? 0 : MREG_BUF_SET_POLICY),
 		.length = length,
 		.folio_size = 64 << 10,
 	};

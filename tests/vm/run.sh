@@ -21,6 +21,9 @@ make_payload() {
 	cp "$build/bench/mreg-bench" "$build"/libmreg.so.[0-9] "$payload/bin/"
 	cp "$here"/tests/* "$payload/tests/"
 	cp "$here/devices.sh" "$build/examples/pin_extents" "$payload/bin/"
+	for t in register_io_uring vfio_dma rdma_write; do
+		[ ! -x "$build/examples/$t" ] || cp "$build/examples/$t" "$payload/bin/"
+	done
 	mkdir -p "$payload/ko"
 	if [ -e "$here/../../kmod/mreg.ko" ]; then
 		cp "$here/../../kmod/mreg.ko" "$payload/ko/"
