@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <mreg/mreg.h>
 
@@ -43,6 +44,9 @@ int main(int argc, char **argv)
 {
 	struct mreg_buf_attr attr = {
 		.size = sizeof(attr),
+		/* As root, mreg may narrow the THP policy to the asked size
+		 * while the buffer faults in; otherwise the system's holds. */
+		.flags = geteuid() ? 0 : MREG_BUF_SET_POLICY,
 		.length = (argc > 2 ? strtoull(argv[2], NULL, 0) : 4) << 20,
 		.folio_size = (argc > 1 ? strtoull(argv[1], NULL, 0) : 64)
 			      << 10,

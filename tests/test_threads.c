@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,18 @@
 #include <liburing.h>
 
 #include "tcommon.h"
+#include "tedu.h"
 #include "tpaths.h"
+#ifdef MREG_TEST_VERBS
+#include "tverbs.h"
+#endif
 
 #define THREADS 4
 #define BUF_LEN (64u << 10)
+/* edu runs each DMA from a 100 ms timer: check every DMA_EVERYth pair. */
+#define DMA_EVERY 1000
+#define DMA_LEN	  T_EDU_DMA_MAX
+#define HALF	  (BUF_LEN / 2)
 
 struct live {
 	pthread_mutex_t lock;
@@ -43,12 +52,20 @@ struct shared {
 	pthread_mutex_t ring_lock; /* liburing's SQ and CQ are single-user */
 	int file;		   /* THREADS * BUF_LEN of pattern */
 	unsigned long iters;
+	struct t_edu edu; /* VFIO: the device, when it is an edu */
+	bool have_edu;
+	pthread_mutex_t edu_lock; /* one DMA engine for every thread */
+	uint64_t dmas;
 };
 
 struct worker {
 	struct shared *s;
 	int id;
 	char *buf;
+	unsigned long n;
+#ifdef MREG_TEST_VERBS
+	struct loop_qp qp; /* verbs: this thread's own QP on the PD */
+#endif
 	char why[256];
 };
 
@@ -133,6 +150,85 @@ static int read_fixed(struct worker *w, uint32_t index)
 	return -1;
 }
 
+static void stamp(struct worker *w, size_t off, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		w->buf[off + i] = (char)(w->id * 61 + w->n * 7 + i);
+}
+
+static int same_halves(struct worker *w, size_t len, const char *how)
+{
+	if (!memcmp(w->buf, w->buf + HALF, len))
+		return 0;
+	snprintf(w->why, sizeof(w->why),
+		 "thread %d pair %lu: %s did not land in the thread's own "
+		 "buffer",
+		 w->id, w->n, how);
+	return -1;
+}
+
+#ifdef MREG_TEST_VERBS
+/* An RDMA WRITE from the first half of the region to its second half,
+ * through the region's own lkey and rkey. */
+static int rdma_write(struct worker *w, const struct mreg_region_info *info)
+{
+	stamp(w, 0, 4096);
+	memset(w->buf + HALF, 0, 4096);
+	if (loop_rdma(&w->qp, IBV_WR_RDMA_WRITE, info->addr, info->lkey,
+		      info->addr + HALF, info->rkey, 4096)) {
+		snprintf(w->why, sizeof(w->why), "thread %d: RDMA WRITE",
+			 w->id);
+		return -1;
+	}
+	return same_halves(w, 4096, "RDMA WRITE");
+}
+#endif
+
+/* edu copies the first half into itself and back into the second half,
+ * through the region's IOVA. */
+static int device_dma(struct worker *w, const struct mreg_region_info *info)
+{
+	struct shared *s = w->s;
+	int ret;
+
+	stamp(w, 0, DMA_LEN);
+	memset(w->buf + HALF, 0, DMA_LEN);
+	pthread_mutex_lock(&s->edu_lock);
+	ret = t_edu_dma(&s->edu, info->iova, DMA_LEN, 1);
+	if (!ret)
+		ret = t_edu_dma(&s->edu, info->iova + HALF, DMA_LEN, 0);
+	s->dmas += !ret;
+	pthread_mutex_unlock(&s->edu_lock);
+	if (ret) {
+		snprintf(w->why, sizeof(w->why),
+			 "thread %d: edu DMA at iova 0x%llx: %s", w->id,
+			 (unsigned long long)info->iova, strerror(-ret));
+		return -1;
+	}
+	return same_halves(w, DMA_LEN, "edu DMA");
+}
+
+/* Move data through the live region by its backend's own data path. */
+static int data_path(struct worker *w, const struct mreg_region_info *info)
+{
+	switch (w->s->path->backend) {
+	case MREG_BACKEND_IO_URING:
+		return read_fixed(w, info->index);
+#ifdef MREG_TEST_VERBS
+	case MREG_BACKEND_VERBS:
+		return rdma_write(w, info);
+#endif
+	case MREG_BACKEND_VFIO:
+		return w->s->have_edu && !(w->n % DMA_EVERY)
+			       ? device_dma(w, info)
+			       : 0;
+	default:
+		return 0;
+	}
+}
+
 static int one_pair(struct worker *w)
 {
 	struct mreg_region_info info = {.size = sizeof(info)};
@@ -146,8 +242,8 @@ static int one_pair(struct worker *w)
 	}
 	mreg_region_query(r, &info);
 	ret = go_live(w, &info);
-	if (!ret && w->s->path->backend == MREG_BACKEND_IO_URING)
-		ret = read_fixed(w, info.index);
+	if (!ret)
+		ret = data_path(w, &info);
 	go_dead(w);
 	if (mreg_region_deregister(r, NULL) && !ret) {
 		snprintf(w->why, sizeof(w->why), "thread %d: deregister: %s",
@@ -160,12 +256,21 @@ static int one_pair(struct worker *w)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	unsigned long i;
 
-	for (i = 0; i < w->s->iters; i++)
+#ifdef MREG_TEST_VERBS
+	if (w->s->path->backend == MREG_BACKEND_VERBS &&
+	    loop_qp_create(&w->qp, mreg_domain_native(w->s->domain))) {
+		snprintf(w->why, sizeof(w->why), "thread %d: no QP", w->id);
+		return w;
+	}
+#endif
+	for (w->n = 0; w->n < w->s->iters; w->n++)
 		if (one_pair(w))
-			return w;
-	return NULL;
+			break;
+#ifdef MREG_TEST_VERBS
+	loop_qp_destroy(&w->qp);
+#endif
+	return w->n < w->s->iters ? w : NULL;
 }
 
 static int pattern_file(void)
@@ -186,6 +291,46 @@ static int pattern_file(void)
 	return fd;
 }
 
+/*
+ * VFIO on an edu: the test opens the device and its container itself and
+ * hands the container to mreg, so that edu's DMA can check registrations.
+ * Verbs: a PD that takes remote writes, for the RDMA WRITEs.
+ */
+static int open_domain(struct shared *s)
+{
+	struct mreg_domain_attr attr = {.backend = MREG_BACKEND_VERBS,
+					.comp_mask = MREG_DOMAIN_ATTR_ACCESS,
+					.access = MREG_ACCESS_LOCAL_WRITE |
+						  MREG_ACCESS_REMOTE_WRITE};
+
+	if (s->path->backend == MREG_BACKEND_VERBS)
+		return mreg_domain_open(&attr, &s->domain);
+	if (s->path->backend != MREG_BACKEND_VFIO ||
+	    t_edu_open_type1(s->path->device, &s->edu))
+		return t_path_open(s->path, &s->domain);
+	s->have_edu = true;
+	attr = (struct mreg_domain_attr){.backend = MREG_BACKEND_VFIO,
+					 .comp_mask = MREG_DOMAIN_ATTR_ADOPT,
+					 .fd = s->edu.container};
+	return mreg_domain_open(&attr, &s->domain);
+}
+
+static const char *checked_by(const struct shared *s)
+{
+	switch (s->path->backend) {
+	case MREG_BACKEND_IO_URING:
+		return ", every READ_FIXED in its own buffer";
+#ifdef MREG_TEST_VERBS
+	case MREG_BACKEND_VERBS:
+		return ", every RDMA WRITE through its own keys";
+#endif
+	case MREG_BACKEND_VFIO:
+		return s->have_edu ? ", edu DMA through every 1000th IOVA" : "";
+	default:
+		return "";
+	}
+}
+
 static int run_path(const struct t_path *p, unsigned long iters)
 {
 	struct shared s = {.path = p, .iters = iters};
@@ -199,8 +344,8 @@ static int run_path(const struct t_path *p, unsigned long iters)
 	pthread_mutex_init(&s.ring_lock, NULL);
 	s.file = pattern_file();
 	T_CHECK(s.file >= 0, "pattern file: %s", strerror(errno));
-	T_CHECK(!t_path_open(p, &s.domain), "%s: %s", p->name,
-		mreg_last_error());
+	pthread_mutex_init(&s.edu_lock, NULL);
+	T_CHECK(!open_domain(&s), "%s: %s", p->name, mreg_last_error());
 	t_pins_read(&before);
 	for (i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){.s = &s, .id = i};
@@ -223,12 +368,11 @@ static int run_path(const struct t_path *p, unsigned long iters)
 	for (i = 0; i < THREADS; i++)
 		munmap(w[i].buf, BUF_LEN);
 	close(s.file);
+	if (s.have_edu)
+		t_edu_close(&s.edu);
 	printf("  %-8s %d threads x %lu register/deregister on one domain: "
 	       "no clash%s, pins balanced\n",
-	       p->name, THREADS, iters,
-	       p->backend == MREG_BACKEND_IO_URING ? ", every READ_FIXED in "
-						     "its own buffer"
-						   : "");
+	       p->name, THREADS, iters, checked_by(&s));
 	return T_PASS;
 }
 
