@@ -98,11 +98,24 @@ static int check_domain_attr(const struct mreg_domain_attr *attr,
 	*ops = find_backend((int)attr->backend);
 	if (!*ops)
 		return mreg_fail(-EOPNOTSUPP,
-				 "domain: backend %s is not built in",
+				 "domain: backend %u (%s) is not built into "
+				 "this library",
+				 attr->backend,
 				 mreg_backend_name(attr->backend));
 	if ((attr->comp_mask & MREG_DOMAIN_ATTR_SLOT_BASE) &&
 	    attr->backend != MREG_BACKEND_IO_URING)
 		return mreg_fail(-EINVAL, "domain: slot_base is for io_uring");
+	/* A field set without its bit is ignored by the rules, but these
+	 * two mistakes would let mreg use objects or slots the caller
+	 * meant to keep: say so instead. */
+	if (attr->slot_base && !(attr->comp_mask & MREG_DOMAIN_ATTR_SLOT_BASE))
+		return mreg_fail(-EINVAL,
+				 "domain: slot_base %u is set but "
+				 "MREG_DOMAIN_ATTR_SLOT_BASE is not",
+				 attr->slot_base);
+	if (attr->native && !mreg_adopted(attr))
+		return mreg_fail(-EINVAL, "domain: native is set but "
+					  "MREG_DOMAIN_ATTR_ADOPT is not");
 	return 0;
 }
 
@@ -149,8 +162,8 @@ MREG_EXPORT int mreg_domain_close(struct mreg_domain *d)
 	busy = d->nr_regions;
 	mreg_domain_unlock(d);
 	if (busy)
-		return mreg_fail(-EBUSY, "domain: %u regions still registered",
-				 busy);
+		return mreg_fail(-EBUSY,
+				 "domain: %u region(s) still registered", busy);
 	d->ops->domain_close(d);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

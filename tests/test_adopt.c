@@ -155,7 +155,7 @@ static int uring_fixed_slot(int file, char *buf)
 {
 	struct mreg_region_info info = {.size = sizeof(info)};
 	struct mreg_region *r, *r2;
-	struct mreg_domain *d;
+	struct mreg_domain *d, *d2;
 	struct io_uring ring;
 
 	T_CHECK(!io_uring_queue_init(8, &ring, 0), "ring");
@@ -170,6 +170,12 @@ static int uring_fixed_slot(int file, char *buf)
 		"domain's range accepted");
 	T_CHECK(register_slot(d, buf, 7, &r2) == -EINVAL, "slot below "
 							  "slot_base accepted");
+	T_CHECK(adopt_ring(&ring, 12, 4, &d2) == -EBUSY &&
+			strstr(mreg_last_error(), "another mreg domain"),
+		"a second domain on slots 12-15 of the same ring: %s",
+		mreg_last_error());
+	T_CHECK(!adopt_ring(&ring, 16, 4, &d2) && !mreg_domain_close(d2),
+		"a second domain on free slots 16-19: %s", mreg_last_error());
 	T_CHECK(!mreg_region_deregister(r, NULL), "%s", mreg_last_error());
 	T_CHECK(!mreg_domain_close(d), "%s", mreg_last_error());
 	io_uring_queue_exit(&ring);
@@ -184,7 +190,7 @@ static int bad_attrs(char *buf)
 	struct mreg_domain_attr da = {.backend = MREG_BACKEND_IO_URING};
 	struct mreg_region_attr a = {
 		.size = sizeof(a), .addr = buf, .length = LEN};
-	struct mreg_domain *d;
+	struct mreg_domain *d, *d2;
 	struct mreg_region *r;
 
 	T_CHECK(!mreg_domain_open(&da, &d), "%s", mreg_last_error());
@@ -206,6 +212,12 @@ static int bad_attrs(char *buf)
 	T_CHECK(mreg_region_register_attr(d, &a, &r) == -EINVAL &&
 			strstr(mreg_last_error(), "whole pages"),
 		"unaligned on io_uring: %s", mreg_last_error());
+	da.comp_mask = 0;
+	da.slot_base = 8;
+	T_CHECK(mreg_domain_open(&da, &d2) == -EINVAL &&
+			strstr(mreg_last_error(), "MREG_DOMAIN_ATTR_SLOT_BASE"),
+		"slot_base without its bit: %s", mreg_last_error());
+	da.slot_base = 0;
 	da.comp_mask = MREG_DOMAIN_ATTR_ADOPT;
 	T_CHECK(mreg_domain_close(d) == 0, "close");
 	T_CHECK(mreg_domain_open(&da, &d) == -EINVAL &&

@@ -5,6 +5,7 @@
  * the kernel's limit for one registered buffer.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,11 @@ static int table_open(struct mreg_domain *d, struct uring_domain *u)
 	}
 	if (ret == -EBUSY && !u->own_ring)
 		return 0;
-	return mreg_fail(ret, "io_uring: buffer table of %u slots: %s", slots,
-			 strerror(-ret));
+	return mreg_fail(ret, "io_uring: buffer table of %u slots: %s%s", slots,
+			 strerror(-ret),
+			 u->own_ring ? ""
+				     : " (is native an initialised struct "
+				       "io_uring?)");
 }
 
 static int ring_open(struct uring_domain *u,
@@ -74,6 +78,63 @@ static int ring_open(struct uring_domain *u,
 	u->ring = &u->own;
 	u->own_ring = true;
 	return 0;
+}
+
+/*
+ * Domains sharing one adopted ring must not share slots: each would
+ * install over the other's buffers.  mreg can see its own domains only,
+ * so it keeps every adopted ring's claimed ranges here, process-wide.
+ */
+struct slot_claim {
+	struct slot_claim *next;
+	const struct io_uring *ring;
+	uint32_t base, nr;
+};
+
+static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slot_claim *claims;
+
+static int claim_range(const struct mreg_domain *d, struct uring_domain *u)
+{
+	struct slot_claim *c, *mine = calloc(1, sizeof(*mine));
+	int ret = 0;
+
+	if (!mine)
+		return mreg_fail(-ENOMEM, "io_uring: out of memory");
+	*mine = (struct slot_claim){
+		.ring = u->ring, .base = u->slot_base, .nr = d->max_regions};
+	pthread_mutex_lock(&claims_lock);
+	for (c = claims; c && !ret; c = c->next)
+		if (c->ring == u->ring && c->base < mine->base + mine->nr &&
+		    mine->base < c->base + c->nr)
+			ret = -EBUSY;
+	if (!ret) {
+		mine->next = claims;
+		claims = mine;
+	}
+	pthread_mutex_unlock(&claims_lock);
+	if (!ret)
+		return 0;
+	free(mine);
+	return mreg_fail(ret,
+			 "io_uring: slots %u-%u overlap another mreg domain's "
+			 "on this ring",
+			 u->slot_base, u->slot_base + d->max_regions - 1);
+}
+
+static void unclaim_range(const struct uring_domain *u)
+{
+	struct slot_claim **p, *c;
+
+	pthread_mutex_lock(&claims_lock);
+	for (p = &claims; *p; p = &(*p)->next)
+		if ((*p)->ring == u->ring && (*p)->base == u->slot_base) {
+			c = *p;
+			*p = c->next;
+			free(c);
+			break;
+		}
+	pthread_mutex_unlock(&claims_lock);
 }
 
 static void uring_free(struct uring_domain *u)
@@ -103,8 +164,13 @@ static int uring_domain_open(struct mreg_domain *d,
 			       ? attr->slot_base
 			       : 0;
 	ret = ring_open(u, attr);
-	if (!ret)
+	if (!ret && !u->own_ring)
+		ret = claim_range(d, u);
+	if (!ret) {
 		ret = table_open(d, u);
+		if (ret && !u->own_ring)
+			unclaim_range(u);
+	}
 	if (ret) {
 		uring_free(u);
 		return ret;
@@ -116,7 +182,11 @@ static int uring_domain_open(struct mreg_domain *d,
 
 static void uring_domain_close(struct mreg_domain *d)
 {
-	uring_free(d->priv);
+	struct uring_domain *u = d->priv;
+
+	if (!u->own_ring)
+		unclaim_range(u);
+	uring_free(u);
 }
 
 /* First run of @nr free slots, or -ENOSPC.  Called with the domain lock. */
@@ -208,10 +278,11 @@ static int check_fixed_slot(const struct mreg_domain *d,
 	if (r->want_slot < u->slot_base ||
 	    r->want_slot - u->slot_base + (uint64_t)nr > d->max_regions)
 		return mreg_fail(-EINVAL,
-				 "io_uring: slot %u..+%u is outside the "
-				 "domain's slots %u..+%u",
-				 r->want_slot, nr, u->slot_base,
-				 d->max_regions);
+				 "io_uring: slots %u-%u are outside the "
+				 "domain's slots %u-%u",
+				 r->want_slot, r->want_slot + nr - 1,
+				 u->slot_base,
+				 u->slot_base + d->max_regions - 1);
 	return 0;
 }
 
