@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -116,9 +117,8 @@ static int alloc_fails_halfway(uint32_t backing, uint64_t folio)
 static int default_leaves_sysfs(void)
 {
 	static char before[SNAP_MAX], after[SNAP_MAX];
-	struct mreg_buf_attr attr = {.size = sizeof(attr),
-				     .length = 4u << 20,
-				     .folio_size = 65536};
+	struct mreg_buf_attr attr = {
+		.size = sizeof(attr), .length = 4u << 20, .folio_size = 65536};
 	struct mreg_thp_policy *saved;
 	struct mreg_buf *buf;
 	int ret;
@@ -142,6 +142,74 @@ static int default_leaves_sysfs(void)
 	return T_PASS;
 }
 
+#define RACE_ALLOCS 10
+
+/* Alternate 64 kB and PMD-sized buffers, each of which must verify. */
+static void *alloc_alternately(void *arg)
+{
+	uint64_t sizes[2] = {65536, t_pmd_size()};
+	unsigned int i, first = *(const unsigned int *)arg;
+
+	for (i = 0; i < RACE_ALLOCS; i++) {
+		struct t_folio c = {.size = sizes[(i + first) % 2],
+				    .backing = MREG_BACKING_ANON};
+		struct mreg_buf *buf;
+
+		if (t_buf(&c, 4u << 20, &buf)) {
+			fprintf(stderr, "test_policy: %s\n", mreg_last_error());
+			return arg;
+		}
+		mreg_buf_free(buf);
+	}
+	return NULL;
+}
+
+static int race_in_process(void)
+{
+	static const unsigned int first[2] = {0, 1};
+	pthread_t t[2];
+	void *failed[2];
+	int i;
+
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, alloc_alternately,
+			       (void *)&first[i]);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], &failed[i]);
+	return failed[0] || failed[1];
+}
+
+/*
+ * The policy is global: allocations narrowing it at once, from threads
+ * and from processes, must each see only their own (they once got false
+ * -EAGAIN and left a knob at madvise).  MREG_BUF_SET_POLICY serialises
+ * them with a mutex and an flock().
+ */
+static int concurrent_allocs(void)
+{
+	int status, i, bad = 0;
+	pid_t pid[2];
+
+	if (access(THP "/hugepages-64kB/enabled", F_OK) || !t_pmd_size()) {
+		printf("no 64 kB mTHP or no PMD THP: concurrency case not "
+		       "run\n");
+		return T_PASS;
+	}
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		if (!pid[i])
+			_exit(race_in_process());
+	}
+	for (i = 0; i < 2; i++)
+		bad |= waitpid(pid[i], &status, 0) != pid[i] ||
+		       !WIFEXITED(status) || WEXITSTATUS(status);
+	T_CHECK(!bad, "a concurrent allocation did not get its folios");
+	printf("2 processes x 2 threads x %d allocations of 64 kB and 2 MB "
+	       "folios at once: every one verified\n",
+	       RACE_ALLOCS);
+	return T_PASS;
+}
+
 int main(void)
 {
 	static char before[SNAP_MAX], after[SNAP_MAX];
@@ -158,6 +226,8 @@ int main(void)
 		ret = alloc_fails_halfway(MREG_BACKING_ANON, 65536);
 	if (!ret)
 		ret = alloc_fails_halfway(MREG_BACKING_HUGETLB, t_pmd_size());
+	if (!ret)
+		ret = concurrent_allocs();
 	if (ret)
 		return ret;
 	snapshot(after);
