@@ -156,11 +156,14 @@ struct mreg_buf;
  * Allocate, populate and verify a buffer. Unless MREG_BUF_ALLOW_FALLBACK,
  * a buffer not fully backed by the requested folios is freed and -EAGAIN
  * returned, with the histogram and the sysfs setting that stood in the
- * way in the message.  Below PMD size the buffer is marked
- * MADV_NOHUGEPAGE once populated, so khugepaged cannot collapse it into
- * PMD-sized folios behind the caller's back: it keeps its layout while
- * it lives (reclaim, migration or a split of its own can still change
- * it; mreg_verify_range() measures it again).
+ * way in the message.  Above the base page size the buffer is
+ * MADV_HUGEPAGE while it faults in, so a size's THP knob at madvise is
+ * enough (unless a larger size is on: the kernel takes the largest that
+ * fits an aligned range).  Below PMD size it is then marked
+ * MADV_NOHUGEPAGE, so khugepaged cannot collapse it into PMD-sized
+ * folios behind the caller's back: it keeps its layout while it lives
+ * (reclaim, migration or a split of its own can still change it;
+ * mreg_verify_range() measures it again).
  * Return: 0 or -errno.
  */
 int mreg_buf_alloc(const struct mreg_buf_attr *attr, struct mreg_buf **out);
@@ -216,17 +219,26 @@ enum mreg_access {
  * the domain:
  *
  *   io_uring  native: struct io_uring *.  mreg uses slots slot_base ..
- *             slot_base + max_regions - 1 of the ring's buffer table and
- *             leaves the others to the caller.  A ring without a table
- *             gets a sparse one of slot_base + max_regions slots, which
- *             mreg unregisters at close.
+ *             slot_base + max_regions - 1 of the ring's buffer table.
+ *             A table the caller registered stays, and so do its other
+ *             slots, which mreg never touches; mreg cannot learn its
+ *             size, so slot_base + max_regions must not exceed it (else
+ *             a registration past its end fails with -EINVAL).  A ring
+ *             without a table gets a sparse one of slot_base +
+ *             max_regions slots, and mreg unregisters that whole table
+ *             at close, with whatever the caller put in its other slots.
+ *             Domains on one ring need disjoint slots: mreg refuses an
+ *             overlap among its own domains in the process (-EBUSY) but
+ *             cannot see anyone else's.  mreg only calls
+ *             io_uring_register(2) on the ring, never its SQ or CQ.
  *   verbs     native: struct ibv_pd *; MRs are registered on it.
  *   vfio      fd: a type1 container with its group attached and the IOMMU
  *             type set; IOVAs come from its VFIO_IOMMU_GET_INFO ranges.
  *   iommufd   fd: /dev/iommu, ioas_id: an IOAS with a device attached.
  *   kmod      fd: an open /dev/mreg.
  *
- * comp_mask says which fields are valid, so the struct can grow.
+ * comp_mask says which fields are valid, so the struct can grow; a
+ * slot_base or native set without its bit (SLOT_BASE, ADOPT) is -EINVAL.
  */
 struct mreg_domain_attr {
 	uint32_t backend;     /* enum mreg_backend */
@@ -251,8 +263,10 @@ int mreg_domain_close(struct mreg_domain *domain);
 void *mreg_domain_native(struct mreg_domain *domain);
 
 /*
- * Register the page-aligned range [addr, addr+len). The backend's kernel
- * call alone is timed. On failure nothing stays registered or pinned.
+ * Register the range [addr, addr+len): any bytes for verbs, whole pages
+ * (page-aligned addr and len) for the other backends, see struct
+ * mreg_region_attr.  The backend's kernel call alone is timed.  On
+ * failure nothing stays registered or pinned.
  * Return: 0 or -errno, with a message naming the bad argument.
  */
 int mreg_region_register(struct mreg_domain *domain, void *addr, size_t len,
