@@ -182,7 +182,8 @@ const char *mreg_reg_hint(int err)
 		return " (addr..len not fully mapped, PROT_NONE, or "
 		       "VM_IO/PFNMAP)";
 	case -ENOMEM:
-		return " (len above RLIMIT_MEMLOCK without CAP_IPC_LOCK?)";
+		return " (out of memory, or len above RLIMIT_MEMLOCK without "
+		       "CAP_IPC_LOCK)";
 	case -EPERM:
 		return " (access flags not allowed for this mapping?)";
 	default:
