@@ -96,7 +96,10 @@ static void table_hists(const struct bench_opts *o, const struct cell *cells,
 		/* A cell with numbers and a note: its layout changed. */
 		printf("  %-18s %-5s %-7s %s%s%s\n", c->path->name, size,
 		       c->folio->name, c->nr || !c->note[0] ? hist : "",
-		       !c->note[0] ? "" : c->nr ? " * " : "n/a: ", c->note);
+		       !c->note[0] ? ""
+		       : c->nr	   ? " * "
+				   : "n/a: ",
+		       c->note);
 	}
 	(void)o;
 }

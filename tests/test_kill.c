@@ -135,8 +135,8 @@ static int kill_mid_registration(const struct t_path *p)
 		"of it was pinned; nothing was killed mid-way",
 		p->name, len >> 20);
 	T_CHECK(at_kill.acquired - before.acquired >= pages / 4,
-		"%s: a quarter of %zu pages never got pinned in 300 s",
-		p->name, pages);
+		"%s: a quarter of %zu pages never got pinned in 300 s", p->name,
+		pages);
 	return T_PASS;
 }
 

@@ -315,7 +315,7 @@ int mreg_region_deregister(struct mreg_region *region, uint64_t *ns);
 void *mreg_region_native(const struct mreg_region *region);
 
 struct mreg_region_info {
-	uint32_t size;	    /* in: sizeof(struct mreg_region_info) */
+	uint32_t size; /* in: sizeof(struct mreg_region_info) */
 	uint32_t reserved;
 	uint64_t addr;
 	uint64_t length;

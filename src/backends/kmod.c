@@ -44,8 +44,9 @@ static int open_own(struct kmod_domain *k, const char *path)
 {
 	k->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (k->fd < 0)
-		return mreg_fail(-errno, "kmod: open %s: %s (is mreg.ko loaded?)",
-				 path, strerror(errno));
+		return mreg_fail(-errno,
+				 "kmod: open %s: %s (is mreg.ko loaded?)", path,
+				 strerror(errno));
 	return 0;
 }
 
@@ -72,8 +73,8 @@ static int kmod_domain_open(struct mreg_domain *d,
 		ret = 0;
 	}
 	if (!ret)
-		ret = check_abi(k->fd, mreg_adopted(attr) ? "the adopted fd"
-							   : path);
+		ret = check_abi(k->fd,
+				mreg_adopted(attr) ? "the adopted fd" : path);
 	if (ret) {
 		if (!k->adopted && k->fd >= 0)
 			close(k->fd);
