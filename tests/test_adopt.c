@@ -174,13 +174,28 @@ static int uring_fixed_slot(int file, char *buf)
 			strstr(mreg_last_error(), "another mreg domain"),
 		"a second domain on slots 12-15 of the same ring: %s",
 		mreg_last_error());
-	T_CHECK(!adopt_ring(&ring, 16, 4, &d2) && !mreg_domain_close(d2),
-		"a second domain on free slots 16-19: %s", mreg_last_error());
+	T_CHECK(adopt_ring(&ring, 16, 4, &d2) == -EINVAL &&
+			strstr(mreg_last_error(), "has 16 slots"),
+		"a second domain past the table mreg added: %s",
+		mreg_last_error());
 	T_CHECK(!mreg_region_deregister(r, NULL), "%s", mreg_last_error());
+	/* The table the first domain added outlives it for the second. */
+	T_CHECK(!adopt_ring(&ring, 0, 4, &d2),
+		"a second domain on free slots "
+		"0-3: %s",
+		mreg_last_error());
+	T_CHECK(!register_slot(d2, buf, 2, &r2), "%s", mreg_last_error());
 	T_CHECK(!mreg_domain_close(d), "%s", mreg_last_error());
+	T_CHECK(read_fixed(&ring, file, buf, 2) == (int)LEN,
+		"closing the domain that added the table took the other "
+		"domain's buffer with it");
+	T_CHECK(!mreg_region_deregister(r2, NULL), "%s", mreg_last_error());
+	T_CHECK(!mreg_domain_close(d2), "%s", mreg_last_error());
+	T_CHECK(!io_uring_register_buffers_sparse(&ring, 4),
+		"the last domain to close left mreg's table behind");
 	io_uring_queue_exit(&ring);
 	printf("  io_uring: a chosen slot is used, and refused when taken or "
-	       "outside the domain\n");
+	       "outside the domain; two domains share the table mreg added\n");
 	return T_PASS;
 }
 

@@ -16,12 +16,15 @@
 #include "../internal.h"
 
 #define SLICE_MAX (1ull << 30)
+/* IORING_MAX_REG_BUFFERS: no buffer table has more slots. */
+#define MAX_SLOTS (1u << 14)
 
 struct uring_domain {
 	struct io_uring own; /* the ring mreg opened, unless adopted */
 	struct io_uring *ring;
 	bool own_ring;
-	bool own_table; /* mreg registered the buffer table */
+	bool own_table;	      /* mreg registered the buffer table */
+	uint32_t table_slots; /* its size, when own_table */
 	uint32_t slot_base;
 	uint8_t *slot_used; /* max_regions slots from slot_base */
 };
@@ -34,30 +37,6 @@ static int uring_supported(void)
 		return 0;
 	io_uring_queue_exit(&ring);
 	return 1;
-}
-
-/*
- * An adopted ring may already have a buffer table (io_uring allows one):
- * then mreg's slots are the caller's promise, and a slot past its end
- * fails at registration.  Without one, mreg adds a sparse table and
- * removes it at close; it never touches slots outside its range.
- */
-static int table_open(struct mreg_domain *d, struct uring_domain *u)
-{
-	uint32_t slots = u->slot_base + d->max_regions;
-	int ret = io_uring_register_buffers_sparse(u->ring, slots);
-
-	if (!ret) {
-		u->own_table = true;
-		return 0;
-	}
-	if (ret == -EBUSY && !u->own_ring)
-		return 0;
-	return mreg_fail(ret, "io_uring: buffer table of %u slots: %s%s", slots,
-			 strerror(-ret),
-			 u->own_ring ? ""
-				     : " (is native an initialised struct "
-				       "io_uring?)");
 }
 
 static int ring_open(struct uring_domain *u,
@@ -87,6 +66,7 @@ static int ring_open(struct uring_domain *u,
  */
 struct slot_claim {
 	struct slot_claim *next;
+	struct uring_domain *u;
 	const struct io_uring *ring;
 	uint32_t base, nr;
 };
@@ -101,8 +81,10 @@ static int claim_range(const struct mreg_domain *d, struct uring_domain *u)
 
 	if (!mine)
 		return mreg_fail(-ENOMEM, "io_uring: out of memory");
-	*mine = (struct slot_claim){
-		.ring = u->ring, .base = u->slot_base, .nr = d->max_regions};
+	*mine = (struct slot_claim){.u = u,
+				    .ring = u->ring,
+				    .base = u->slot_base,
+				    .nr = d->max_regions};
 	pthread_mutex_lock(&claims_lock);
 	for (c = claims; c && !ret; c = c->next)
 		if (c->ring == u->ring && c->base < mine->base + mine->nr &&
@@ -122,19 +104,83 @@ static int claim_range(const struct mreg_domain *d, struct uring_domain *u)
 			 u->slot_base, u->slot_base + d->max_regions - 1);
 }
 
-static void unclaim_range(const struct uring_domain *u)
+/* A table mreg added outlives the domain that added it while other
+ * domains use the ring: the last one to close unregisters it. */
+static void pass_table_on(struct uring_domain *u)
+{
+	struct slot_claim *c;
+
+	for (c = claims; c && u->own_table; c = c->next)
+		if (c->ring == u->ring && c->u != u) {
+			c->u->own_table = true;
+			c->u->table_slots = u->table_slots;
+			u->own_table = false;
+		}
+}
+
+static void unclaim_range(struct uring_domain *u)
 {
 	struct slot_claim **p, *c;
 
 	pthread_mutex_lock(&claims_lock);
+	pass_table_on(u);
 	for (p = &claims; *p; p = &(*p)->next)
-		if ((*p)->ring == u->ring && (*p)->base == u->slot_base) {
+		if ((*p)->u == u) {
 			c = *p;
 			*p = c->next;
 			free(c);
 			break;
 		}
 	pthread_mutex_unlock(&claims_lock);
+}
+
+/* The size of a table another mreg domain added to @ring, or 0. */
+static uint32_t mreg_table_slots(const struct uring_domain *u)
+{
+	struct slot_claim *c;
+	uint32_t slots = 0;
+
+	pthread_mutex_lock(&claims_lock);
+	for (c = claims; c; c = c->next)
+		if (c->ring == u->ring && c->u != u && c->u->own_table)
+			slots = c->u->table_slots;
+	pthread_mutex_unlock(&claims_lock);
+	return slots;
+}
+
+/*
+ * An adopted ring may already have a buffer table (io_uring allows one):
+ * then mreg's slots are the caller's promise, and a slot past its end
+ * fails at registration.  Without one, mreg adds a sparse table and
+ * removes it at close; it never touches slots outside its range.
+ */
+static int table_open(struct mreg_domain *d, struct uring_domain *u)
+{
+	uint32_t slots = u->slot_base + d->max_regions;
+	int ret = io_uring_register_buffers_sparse(u->ring, slots);
+
+	if (!ret) {
+		u->own_table = true;
+		u->table_slots = slots;
+		return 0;
+	}
+	if (ret == -EBUSY && !u->own_ring) {
+		uint32_t have = mreg_table_slots(u);
+
+		if (!have || slots <= have)
+			return 0;
+		return mreg_fail(
+			-EINVAL,
+			"io_uring: the ring's table, added by another "
+			"mreg domain, has %u slots, not %u: register "
+			"one table large enough for every domain first",
+			have, slots);
+	}
+	return mreg_fail(ret, "io_uring: buffer table of %u slots: %s%s", slots,
+			 strerror(-ret),
+			 u->own_ring ? ""
+				     : " (is native an initialised struct "
+				       "io_uring?)");
 }
 
 static void uring_free(struct uring_domain *u)
@@ -163,6 +209,13 @@ static int uring_domain_open(struct mreg_domain *d,
 	u->slot_base = attr->comp_mask & MREG_DOMAIN_ATTR_SLOT_BASE
 			       ? attr->slot_base
 			       : 0;
+	if ((uint64_t)u->slot_base + d->max_regions > MAX_SLOTS) {
+		free(u->slot_used);
+		free(u);
+		return mreg_fail(-EINVAL,
+				 "io_uring: slots %u + %u past the kernel's %u",
+				 attr->slot_base, d->max_regions, MAX_SLOTS);
+	}
 	ret = ring_open(u, attr);
 	if (!ret && !u->own_ring)
 		ret = claim_range(d, u);
@@ -258,14 +311,20 @@ static int update_slot(struct uring_domain *u, uint32_t slot,
 	return ret < 0 ? ret : 0;
 }
 
-static void clear_slots(struct uring_domain *u, uint32_t first, uint32_t nr,
-			uint64_t *ns)
+/* Empty every slot, even past a failure; return the first error. */
+static int clear_slots(struct uring_domain *u, uint32_t first, uint32_t nr,
+		       uint64_t *ns)
 {
 	struct iovec empty = {0};
 	uint32_t i;
+	int ret, first_err = 0;
 
-	for (i = 0; i < nr; i++)
-		update_slot(u, first + i, &empty, ns);
+	for (i = 0; i < nr; i++) {
+		ret = update_slot(u, first + i, &empty, ns);
+		if (ret && !first_err)
+			first_err = ret;
+	}
+	return first_err;
 }
 
 static int check_fixed_slot(const struct mreg_domain *d,
@@ -288,12 +347,19 @@ static int check_fixed_slot(const struct mreg_domain *d,
 
 static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 {
-	uint32_t nr = (uint32_t)((r->info.length + SLICE_MAX - 1) / SLICE_MAX);
+	uint64_t slices = (r->info.length + SLICE_MAX - 1) / SLICE_MAX;
 	struct uring_domain *u = d->priv;
 	uint64_t off = 0, unwind_ns = 0;
-	uint32_t done, first;
+	uint32_t done, first, nr;
 	int rel, ret;
 
+	if (slices > d->max_regions)
+		return mreg_fail(-ENOSPC,
+				 "io_uring: %llu bytes need %llu slots of 1 "
+				 "GiB, the domain has %u",
+				 (unsigned long long)r->info.length,
+				 (unsigned long long)slices, d->max_regions);
+	nr = (uint32_t)slices;
 	ret = check_fixed_slot(d, r, nr);
 	if (ret)
 		return ret;
@@ -342,7 +408,18 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 static int uring_dereg(struct mreg_domain *d, struct mreg_region *r,
 		       uint64_t *ns)
 {
-	clear_slots(d->priv, r->info.index, r->info.nr_slices, ns);
+	int ret = clear_slots(d->priv, r->info.index, r->info.nr_slices, ns);
+
+	/* A buffer the kernel still holds keeps its slots and its region:
+	 * a SINGLE_ISSUER ring refuses other threads with -EEXIST. */
+	if (ret)
+		return mreg_fail(
+			ret, "io_uring: unregister buffers %u-%u: %s%s",
+			r->info.index, r->info.index + r->info.nr_slices - 1,
+			strerror(-ret),
+			ret == -EEXIST ? " (a SINGLE_ISSUER ring: call "
+					 "from its submitter thread)"
+				       : "");
 	release_slots(d, r->info.index, r->info.nr_slices);
 	return 0;
 }
