@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -29,9 +30,11 @@
 #define BUF_FLAGS \
 	(MREG_BUF_ALLOW_FALLBACK | MREG_BUF_KEEP_POLICY | MREG_BUF_SET_POLICY)
 /* One policy change at a time on the whole machine, not just here. */
-#define POLICY_LOCK	"/run/lock/mreg-policy.lock"
-#define POLICY_LOCK_TMP "/tmp/mreg-policy.lock"
-#define ATTR_MIN_SIZE	offsetof(struct mreg_buf_attr, map_level) + 4
+/* Root's own directory: a lock file where anyone may write could be held
+ * (or replaced by a symlink) by an unprivileged user. */
+#define POLICY_DIR    "/run/mreg"
+#define POLICY_LOCK   POLICY_DIR "/policy.lock"
+#define ATTR_MIN_SIZE offsetof(struct mreg_buf_attr, map_level) + 4
 
 struct mreg_buf {
 	void *addr;
@@ -184,6 +187,47 @@ static int hugetlb_raise(struct alloc_policy *pol, uint64_t folio_size,
 }
 
 static pthread_mutex_t policy_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t policy_atfork_once = PTHREAD_ONCE_INIT;
+
+/* A fork() while another thread holds the mutex would leave the child a
+ * mutex nobody unlocks: fork waits for it, both sides release it. */
+static void policy_prepare(void)
+{
+	pthread_mutex_lock(&policy_mutex);
+}
+
+static void policy_release(void)
+{
+	pthread_mutex_unlock(&policy_mutex);
+}
+
+static void policy_atfork(void)
+{
+	pthread_atfork(policy_prepare, policy_release, policy_release);
+}
+
+/* Open the lock file only if it is root's regular file in root's 0700
+ * directory, never through a symlink. */
+static int open_lock_file(void)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdir(POLICY_DIR, 0700) && errno != EEXIST)
+		return -errno;
+	if (lstat(POLICY_DIR, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid || (st.st_mode & 077))
+		return -EPERM;
+	fd = open(POLICY_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
 
 /*
  * The policy is global: two allocations narrowing it at once would each
@@ -192,19 +236,29 @@ static pthread_mutex_t policy_mutex = PTHREAD_MUTEX_INITIALIZER;
  */
 static int policy_lock(struct alloc_policy *pol)
 {
+	int ret;
+
+	pthread_once(&policy_atfork_once, policy_atfork);
 	pthread_mutex_lock(&policy_mutex);
-	pol->lock_fd = open(POLICY_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (pol->lock_fd < 0)
-		pol->lock_fd = open(POLICY_LOCK_TMP,
-				    O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (pol->lock_fd >= 0 && !flock(pol->lock_fd, LOCK_EX))
-		return 0;
-	if (pol->lock_fd >= 0)
+	pol->lock_fd = open_lock_file();
+	if (pol->lock_fd < 0) {
+		ret = pol->lock_fd;
+		pol->lock_fd = -1;
+		pthread_mutex_unlock(&policy_mutex);
+		return mreg_fail(ret, "buf: lock %s (a root-only 0700 %s): %s",
+				 POLICY_LOCK, POLICY_DIR, strerror(-ret));
+	}
+	while (flock(pol->lock_fd, LOCK_EX)) {
+		if (errno == EINTR)
+			continue;
+		ret = -errno;
 		close(pol->lock_fd);
-	pol->lock_fd = -1;
-	pthread_mutex_unlock(&policy_mutex);
-	return mreg_fail(-errno, "buf: lock %s: %s", POLICY_LOCK,
-			 strerror(errno));
+		pol->lock_fd = -1;
+		pthread_mutex_unlock(&policy_mutex);
+		return mreg_fail(ret, "buf: flock %s: %s", POLICY_LOCK,
+				 strerror(-ret));
+	}
+	return 0;
 }
 
 static void policy_unlock(struct alloc_policy *pol)

@@ -134,9 +134,11 @@ enum mreg_buf_flags {
 	 * Root only: narrow the system-wide THP policy to folio_size (or top
 	 * up the hugetlb pool) while the buffer faults in, and put it back
 	 * before returning, on every path.  Serialised across threads and
-	 * processes (a lock file in /run/lock), so concurrent allocations
-	 * never see each other's policy.  Without it mreg writes nothing
-	 * to sysfs and gets what the system's policy gives.
+	 * processes (/run/mreg/policy.lock, root's), so concurrent
+	 * MREG_BUF_SET_POLICY allocations never see each other's policy;
+	 * an allocation without the flag takes no lock and may fault in
+	 * under one.  Without it mreg writes nothing to sysfs and gets
+	 * what the system's policy gives.
 	 */
 	MREG_BUF_SET_POLICY = 1u << 2,
 };
