@@ -216,11 +216,12 @@ MREG_EXPORT int mreg_verify_range(const void *addr, size_t len,
 	struct mreg_folio_hist h = {.size = sizeof(h)};
 	int ret;
 
-	if (!hist || hist->size < MREG_FOLIO_HIST_SIZE_V1)
+	if (!hist || hist->size < MREG_FOLIO_HIST_SIZE_V1 ||
+	    hist->size > MREG_OUT_SIZE_MAX)
 		return mreg_fail(-EINVAL,
-				 "verify: hist is NULL or hist->size is below "
-				 "%zu",
-				 (size_t)MREG_FOLIO_HIST_SIZE_V1);
+				 "verify: hist is NULL or hist->size is not "
+				 "sizeof(struct mreg_folio_hist) (%u or more)",
+				 MREG_FOLIO_HIST_SIZE_V1);
 	h.page_size = (uint32_t)page;
 	if (!len || (uintptr_t)addr % (uintptr_t)page)
 		ret = mreg_fail(-EINVAL, "verify: addr %p len %zu", addr, len);

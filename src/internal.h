@@ -20,14 +20,24 @@ void mreg_log(int level, const char *fmt, ...) MREG_PRINTF(2, 3);
 /* Log @fmt as an error and return @err, so a failure is one line. */
 int mreg_fail(int err, const char *fmt, ...) MREG_PRINTF(2, 3);
 
-/* The sizes of the first versions of the output structs. */
-#define MREG_FOLIO_HIST_SIZE_V1	 sizeof(struct mreg_folio_hist)
-#define MREG_REGION_INFO_SIZE_V1 sizeof(struct mreg_region_info)
+/* The sizes of the first versions of the output structs: fixed numbers,
+ * so that a later, larger struct still takes callers built against
+ * these. */
+#define MREG_FOLIO_HIST_SIZE_V1	 352u
+#define MREG_REGION_INFO_SIZE_V1 56u
+/* A caller's size beyond this is not a sizeof() but garbage. */
+#define MREG_OUT_SIZE_MAX 4096u
+
+_Static_assert(sizeof(struct mreg_folio_hist) >= MREG_FOLIO_HIST_SIZE_V1,
+	       "struct mreg_folio_hist shrank");
+_Static_assert(sizeof(struct mreg_region_info) >= MREG_REGION_INFO_SIZE_V1,
+	       "struct mreg_region_info shrank");
 
 /*
  * Copy an output struct of @known bytes to @dst, whose first u32 is the
- * size the caller has: fill what both know, zero what only the caller
- * does, keep the caller's size.
+ * size the caller has (checked against the first version's and
+ * MREG_OUT_SIZE_MAX by the caller): fill what both know, zero what only
+ * the caller does, keep the caller's size.
  */
 static inline void mreg_copy_out(void *dst, const void *src, size_t known)
 {

@@ -74,6 +74,9 @@ static int take(struct mreg_iova *a, int i, uint64_t iova, uint64_t len)
 		a->free[i].start = last + 1;
 		return 0;
 	}
+	/* Room for the tail first, so a failure changes nothing. */
+	if (last != r.last && a->nr == a->cap && grow(a))
+		return -ENOMEM;
 	a->free[i].last = iova - 1;
 	return last == r.last ? 0 : insert_at(a, i + 1, last + 1, r.last);
 }

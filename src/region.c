@@ -408,9 +408,12 @@ MREG_EXPORT int mreg_region_query(const struct mreg_region *r,
 	if (!r || !info)
 		return mreg_fail(-EINVAL, "query: region and info are "
 					  "required");
-	if (info->size < MREG_REGION_INFO_SIZE_V1)
-		return mreg_fail(-EINVAL, "query: info->size %u is below %zu",
-				 info->size, (size_t)MREG_REGION_INFO_SIZE_V1);
+	if (info->size < MREG_REGION_INFO_SIZE_V1 ||
+	    info->size > MREG_OUT_SIZE_MAX)
+		return mreg_fail(-EINVAL,
+				 "query: info->size %u is not sizeof(struct "
+				 "mreg_region_info) (%u or more)",
+				 info->size, MREG_REGION_INFO_SIZE_V1);
 	mreg_copy_out(info, &r->info, sizeof(r->info));
 	return 0;
 }

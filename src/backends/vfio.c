@@ -278,18 +278,30 @@ static int vfio_reg(struct mreg_domain *d, struct mreg_region *r)
 	};
 	uint64_t t0, iova;
 	int ret;
+	bool fixed = r->comp_mask &
+		     (MREG_REGION_ATTR_IOVA | MREG_REGION_ATTR_IOVA_VA);
+	int tries = 0;
 
 	if (r->access & (MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_WRITE))
 		map.flags |= VFIO_DMA_MAP_FLAG_WRITE;
-	ret = mreg_region_iova(d, &v->iova, r, HUGE_ALIGN, &iova);
-	if (ret)
-		return ret;
-	map.iova = iova;
-	t0 = mreg_now_ns();
-	ret = ioctl(v->container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
-	r->info.reg_ns = mreg_now_ns() - t0;
+	/*
+	 * An adopted container may hold mappings mreg did not make: an IOVA
+	 * the kernel says is taken (-EEXIST) stays out of mreg's allocator,
+	 * and the next free one is tried.
+	 */
+	do {
+		ret = mreg_region_iova(d, &v->iova, r, HUGE_ALIGN, &iova);
+		if (ret)
+			return ret;
+		map.iova = iova;
+		t0 = mreg_now_ns();
+		ret = ioctl(v->container, VFIO_IOMMU_MAP_DMA, &map) ? -errno
+								    : 0;
+		r->info.reg_ns = mreg_now_ns() - t0;
+	} while (ret == -EEXIST && !fixed && ++tries < 16);
 	if (ret) {
-		free_iova(d, map.iova, map.size);
+		if (ret != -EEXIST)
+			free_iova(d, map.iova, map.size);
 		return map_failed(v, r, ret);
 	}
 	r->info.iova = map.iova;
@@ -315,7 +327,13 @@ static int vfio_dereg(struct mreg_domain *d, struct mreg_region *r,
 		return mreg_fail(ret, "vfio: UNMAP_DMA iova 0x%llx: %s",
 				 (unsigned long long)unmap.iova,
 				 strerror(-ret));
-	return free_iova(d, r->info.iova, r->info.length);
+	/* The mapping is gone: the region is deregistered whatever the
+	 * allocator says, or it could never be closed. */
+	if (free_iova(d, r->info.iova, r->info.length))
+		mreg_log(MREG_LOG_WARN, "vfio: iova 0x%llx..+%llu not returned",
+			 (unsigned long long)r->info.iova,
+			 (unsigned long long)r->info.length);
+	return 0;
 }
 
 const struct mreg_backend_ops mreg_vfio_ops = {
