@@ -9,7 +9,18 @@
  *    calling thread is also kept for mreg_last_error().
  *  - Attribute structs start with their own size (or carry a comp_mask), so
  *    old binaries keep working when fields are appended; unknown flags or
- *    mask bits give -EINVAL.
+ *    mask bits give -EINVAL.  Output structs start with the size the
+ *    caller sets.
+ *  - Threads: every function may be called from several threads at once,
+ *    on the same or different objects, unless its comment says otherwise
+ *    (mreg_set_log()).  A domain serialises its own shared state (slot
+ *    table, IOVA allocator, region count) with one lock, never held
+ *    across the registering kernel call.  Deregistering or closing an
+ *    object another thread still uses is the caller's bug, as with
+ *    ibv_dereg_mr().
+ *  - Ownership: mreg closes only what it opened; an object handed in
+ *    with MREG_DOMAIN_ATTR_ADOPT stays the caller's.  mreg(7) has the
+ *    whole contract.
  */
 #ifndef MREG_MREG_H
 #define MREG_MREG_H
