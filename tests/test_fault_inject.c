@@ -34,18 +34,6 @@
 #define LEN	  (1u << 20)
 #define MAX_STEPS 20000
 
-static int write_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /*
  * Fail every kind of allocation a registration makes: the defaults leave
  * out sleeping (GFP_KERNEL) allocations and order-0 pages, which are most
@@ -65,7 +53,7 @@ static int arm_fault_injection(void)
 	int ret;
 
 	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-		ret = write_str(knobs[i][0], knobs[i][1]);
+		ret = t_write_file(knobs[i][0], knobs[i][1]);
 		if (ret)
 			return ret;
 	}
@@ -212,8 +200,8 @@ static int kmemleak_read(int print)
 static void kmemleak_scan(void)
 {
 	sleep(6);
-	write_str(KMEMLEAK, "scan");
-	write_str(KMEMLEAK, "scan");
+	t_write_file(KMEMLEAK, "scan");
+	t_write_file(KMEMLEAK, "scan");
 }
 
 static int kmemleak_baseline(void)
@@ -226,7 +214,7 @@ static int kmemleak_baseline(void)
 	}
 	kmemleak_scan();
 	old = kmemleak_read(0);
-	write_str(KMEMLEAK, "clear");
+	t_write_file(KMEMLEAK, "clear");
 	printf("  kmemleak: %d objects reported before the walk, cleared\n",
 	       old);
 	return 1;

@@ -140,18 +140,6 @@ static int kill_mid_registration(const struct t_path *p)
 	return T_PASS;
 }
 
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 static long long read_key(const char *path, const char *key)
 {
 	char line[128];
@@ -174,7 +162,7 @@ static int cgroup_ready(void)
 {
 	if (access(CG_ROOT "/cgroup.subtree_control", W_OK))
 		return -ENOENT;
-	return write_file(CG_ROOT "/cgroup.subtree_control", "+memory");
+	return t_write_file(CG_ROOT "/cgroup.subtree_control", "+memory");
 }
 
 static void cgroup_child(const struct t_path *p, const char *cg)
@@ -186,7 +174,7 @@ static void cgroup_child(const struct t_path *p, const char *cg)
 
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
 	snprintf(self, sizeof(self), "%d", getpid());
-	if (write_file(procs, self))
+	if (t_write_file(procs, self))
 		_exit(3);
 	buf = t_map(CG_BUF, 0);
 	if (!buf || t_path_open(p, &d))
@@ -213,9 +201,9 @@ static int oom_mid_registration(const struct t_path *p)
 	T_CHECK(!mkdir(cg, 0755), "mkdir %s: %s", cg, strerror(errno));
 	snprintf(path, sizeof(path), "%s/memory.max", cg);
 	snprintf(val, sizeof(val), "%llu", CG_LIMIT);
-	T_CHECK(!write_file(path, val), "memory.max");
+	T_CHECK(!t_write_file(path, val), "memory.max");
 	snprintf(path, sizeof(path), "%s/memory.swap.max", cg);
-	write_file(path, "0");
+	t_write_file(path, "0");
 	t_pins_read(&before);
 	pid = fork();
 	T_CHECK(pid >= 0, "fork: %s", strerror(errno));

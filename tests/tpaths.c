@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "tcommon.h"
 #include "tpaths.h"
@@ -111,6 +113,18 @@ long t_status_kb(const char *field)
 		}
 	fclose(f);
 	return kb;
+}
+
+int t_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 void *t_map(size_t len, int populate)
