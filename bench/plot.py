@@ -46,7 +46,7 @@ def draw(ax, data, ylabel, log):
                 unverified = True
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(folios))], folios)
     ax.set_ylabel(ylabel)
-    ax.set_xlabel("folio size (verified; hatched: not verified)"
+    ax.set_xlabel("folio size (hatched: estimated or not verified)"
                   if unverified else "folio size (verified)")
     if log:
         ax.set_yscale("log")
