@@ -19,8 +19,6 @@
 #include "../iova.h"
 #include "../vfio_dev.h"
 
-#define HUGE_ALIGN (2ull << 20)
-
 struct vfio_domain {
 	int container;
 	int group;
@@ -32,89 +30,6 @@ struct vfio_domain {
 static int vfio_supported(void)
 {
 	return !access("/dev/vfio/vfio", R_OK | W_OK);
-}
-
-/* VFIO_IOMMU_GET_INFO with its capability chain, sized by the kernel. */
-static struct vfio_iommu_type1_info *get_info(int container)
-{
-	struct vfio_iommu_type1_info *info = calloc(1, sizeof(*info));
-	uint32_t argsz = sizeof(*info);
-
-	while (info) {
-		info->argsz = argsz;
-		if (ioctl(container, VFIO_IOMMU_GET_INFO, info)) {
-			free(info);
-			return NULL;
-		}
-		if (info->argsz <= argsz)
-			return info;
-		argsz = info->argsz;
-		free(info);
-		info = calloc(1, argsz);
-	}
-	return NULL;
-}
-
-static struct vfio_info_cap_header *find_cap(struct vfio_iommu_type1_info *info,
-					     uint16_t id)
-{
-	uint32_t off;
-
-	if (!(info->flags & VFIO_IOMMU_INFO_CAPS))
-		return NULL;
-	for (off = info->cap_offset; off;) {
-		struct vfio_info_cap_header *h = (void *)((char *)info + off);
-
-		if (h->id == id)
-			return h;
-		off = h->next;
-	}
-	return NULL;
-}
-
-static int init_iova(struct vfio_domain *v)
-{
-	struct vfio_iommu_type1_info_cap_iova_range *cap;
-	struct mreg_iova_range *ranges;
-	struct vfio_iommu_type1_info *info = get_info(v->container);
-	uint32_t i;
-	int ret;
-
-	if (!info)
-		return mreg_fail(-errno, "vfio: VFIO_IOMMU_GET_INFO: %s",
-				 strerror(errno));
-	cap = (void *)find_cap(info, VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE);
-	if (!cap) {
-		free(info);
-		return mreg_fail(-EOPNOTSUPP, "vfio: no IOVA range capability");
-	}
-	ranges = calloc(cap->nr_iovas, sizeof(*ranges));
-	for (i = 0; ranges && i < cap->nr_iovas; i++) {
-		/* Keep IOVA 0 out: a zero DMA address looks like a bug. */
-		ranges[i].start = cap->iova_ranges[i].start
-					  ? cap->iova_ranges[i].start
-					  : HUGE_ALIGN;
-		ranges[i].last = cap->iova_ranges[i].end;
-	}
-	ret = ranges ? mreg_iova_init(&v->iova, ranges, (int)cap->nr_iovas)
-		     : -ENOMEM;
-	free(ranges);
-	free(info);
-	return ret;
-}
-
-static int dma_avail(int container, uint32_t *avail)
-{
-	struct vfio_iommu_type1_info_dma_avail *cap;
-	struct vfio_iommu_type1_info *info = get_info(container);
-
-	if (!info)
-		return -errno;
-	cap = (void *)find_cap(info, VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL);
-	if (cap)
-		*avail = cap->avail;
-	free(info);
-	return cap ? 0 : -EOPNOTSUPP;
 }
 
 static int open_group(struct vfio_domain *v, const char *device)
@@ -216,7 +131,7 @@ static int vfio_domain_open(struct mreg_domain *d,
 	v->container = v->group = v->device = -1;
 	ret = mreg_adopted(attr) ? adopt_container(v, attr) : open_own(v, attr);
 	if (!ret)
-		ret = init_iova(v);
+		ret = mreg_vfio_iova_init(v->container, &v->iova);
 	if (ret) {
 		if (!v->adopted)
 			close_fds(v);
@@ -242,7 +157,7 @@ static int map_failed(struct vfio_domain *v, struct mreg_region *r, int err)
 {
 	uint32_t avail = 0;
 
-	if (err == -ENOSPC && !dma_avail(v->container, &avail))
+	if (err == -ENOSPC && !mreg_vfio_dma_avail(v->container, &avail))
 		return mreg_fail(err,
 				 "vfio: MAP_DMA: dma_entry_limit reached "
 				 "(%u mappings left); raise vfio_iommu_type1 "
@@ -290,7 +205,7 @@ static int vfio_reg(struct mreg_domain *d, struct mreg_region *r)
 	 * and the next free one is tried.
 	 */
 	do {
-		ret = mreg_region_iova(d, &v->iova, r, HUGE_ALIGN, &iova);
+		ret = mreg_region_iova(d, &v->iova, r, MREG_VFIO_HUGE_ALIGN, &iova);
 		if (ret)
 			return ret;
 		map.iova = iova;
