@@ -12,8 +12,12 @@ PREFIX ?= /usr/local
 
 all: build
 
+# DPDK's headers land in build/cache/dpdk-dev, outside every build tree.
+DPDK_DEV ?= $(CURDIR)/build/cache/dpdk-dev
+
 deps:
 	scripts/deps.sh build bench
+	scripts/dpdk-dev.sh $(DPDK_DEV)
 
 build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null

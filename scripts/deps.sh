@@ -5,7 +5,9 @@ set -euo pipefail
 
 declare -A PROFILE=(
 	# groff-base: check_install renders every man page with groff.
-	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev dwarves groff-base"
+	# librte-eal23: the dpdk backend's run-time library (its headers come
+	# from scripts/dpdk-dev.sh, without libdpdk-dev's dependencies).
+	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev dwarves groff-base librte-eal23"
 	[bench]="fio util-linux python3-matplotlib"
 	[format]="clang-format"
 )

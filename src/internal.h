@@ -157,6 +157,7 @@ extern const struct mreg_backend_ops mreg_verbs_ops;
 extern const struct mreg_backend_ops mreg_vfio_ops;
 extern const struct mreg_backend_ops mreg_iommufd_ops;
 extern const struct mreg_backend_ops mreg_kmod_ops;
+extern const struct mreg_backend_ops mreg_dpdk_ops;
 
 /* iova.c users: a region's IOVA as asked for (fixed, = VA) or any. */
 struct mreg_iova;

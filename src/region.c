@@ -36,9 +36,12 @@ static const struct mreg_backend_ops *const backends[] = {
 #ifdef MREG_HAVE_KMOD
 	&mreg_kmod_ops,
 #endif
+#ifdef MREG_HAVE_DPDK
+	&mreg_dpdk_ops,
+#endif
 };
 
-#define BACKEND_LAST MREG_BACKEND_KMOD
+#define BACKEND_LAST MREG_BACKEND_DPDK
 
 static const char *const backend_names[] = {
 	[MREG_BACKEND_IO_URING] = "io_uring",
@@ -46,6 +49,7 @@ static const char *const backend_names[] = {
 	[MREG_BACKEND_VFIO] = "vfio",
 	[MREG_BACKEND_IOMMUFD] = "iommufd",
 	[MREG_BACKEND_KMOD] = "kmod",
+	[MREG_BACKEND_DPDK] = "dpdk",
 };
 
 static const struct mreg_backend_ops *find_backend(int type)
@@ -220,7 +224,8 @@ static int check_range(const struct mreg_domain *d, const void *addr,
 
 static bool has_iova(enum mreg_backend b)
 {
-	return b == MREG_BACKEND_VFIO || b == MREG_BACKEND_IOMMUFD;
+	return b == MREG_BACKEND_VFIO || b == MREG_BACKEND_IOMMUFD ||
+	       b == MREG_BACKEND_DPDK;
 }
 
 static int check_region_attr(const struct mreg_domain *d,
@@ -246,8 +251,8 @@ static int check_region_attr(const struct mreg_domain *d,
 				 "register: IOVA and IOVA_VA both set");
 	if ((a->comp_mask & iova) && !has_iova(d->ops->type))
 		return mreg_fail(-EINVAL,
-				 "register: an IOVA is for vfio and iommufd, "
-				 "not %s",
+				 "register: an IOVA is for vfio, iommufd and "
+				 "dpdk, not %s",
 				 d->ops->name);
 	if ((a->comp_mask & MREG_REGION_ATTR_SLOT) &&
 	    d->ops->type != MREG_BACKEND_IO_URING)

@@ -239,6 +239,18 @@ int t_edu_open_type1(const char *bdf, struct t_edu *e)
 	return ret;
 }
 
+int t_edu_attach(int device, const char *bdf, struct t_edu *e)
+{
+	int ret;
+
+	edu_init(e);
+	e->device = device;
+	ret = setup_device(e, bdf);
+	if (ret)
+		e->device = -1;
+	return ret;
+}
+
 static int cdev_path(const char *bdf, char *path, size_t len)
 {
 	char dir[PATH_MAX];

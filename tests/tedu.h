@@ -42,6 +42,12 @@ int t_edu_open_type1(const char *bdf, struct t_edu *e);
  */
 int t_edu_open_iommufd(const char *bdf, struct t_edu *e);
 /*
+ * Drive the edu behind a VFIO device fd opened by someone else (DPDK's
+ * rte_vfio_setup_device(), say): BAR0 found, bus mastering enabled.  The
+ * fd stays its owner's: do not t_edu_close() @e.
+ */
+int t_edu_attach(int device, const char *bdf, struct t_edu *e);
+/*
  * Copy @len (1..T_EDU_DMA_MAX) bytes between the start of the edu's buffer
  * and @iova: @to_device 1: RAM->edu, 0: edu->RAM. Polls the command
  * register until done; -ETIMEDOUT if it never is, -ERANGE if the IOVA

@@ -198,7 +198,17 @@ enum mreg_backend {
 	MREG_BACKEND_VFIO = 3,
 	MREG_BACKEND_IOMMUFD = 4,
 	MREG_BACKEND_KMOD = 5,
-	/* 6 is kept for DPDK, which has no backend yet. */
+	MREG_BACKEND_DPDK = 6,
+};
+
+/*
+ * What mreg_domain_native() gives for a dpdk domain: the container for
+ * rte_vfio_container_dma_map() and the device fd (BARs, interrupts) of the
+ * device mreg set up, -1 when the domain adopted the application's.
+ */
+struct mreg_dpdk_native {
+	int container_fd;
+	int device_fd;
 };
 
 /* Built into this library and usable on this system: 1, else 0. */
@@ -249,6 +259,21 @@ enum mreg_access {
  *             type set; IOVAs come from its VFIO_IOMMU_GET_INFO ranges.
  *   iommufd   fd: /dev/iommu, ioas_id: an IOAS with a device attached.
  *   kmod      fd: an open /dev/mreg.
+ *   dpdk      fd: a VFIO container of the application's EAL, as DPDK
+ *             names it (RTE_VFIO_DEFAULT_CONTAINER_FD, -1, for the
+ *             default one), its device set up; rte_eal_init() has run.
+ *
+ * Without ADOPT a dpdk domain needs device (a PCI address bound to
+ * vfio-pci): mreg creates a DPDK VFIO container, binds the device's group
+ * to it, sets the device up and releases both at close.  If the EAL is
+ * not running mreg starts it first, once per process, for a library
+ * user: --no-pci --no-huge -m 8 --no-shconf --no-telemetry
+ * --iova-mode=va --log-level=error, lcore 0 on the calling thread's CPUs
+ * (whose affinity is kept).  It creates DPDK's runtime directory
+ * (/var/run/dpdk/rte as root) and leaves no file in it.  That EAL stays for the
+ * life of the process, as an EAL cannot be started twice, and loads the PMDs
+ * DPDK's packages installed as any DPDK program does; an application that wants
+ * its own EAL starts it before the first dpdk domain.
  *
  * comp_mask says which fields are valid, so the struct can grow; a
  * slot_base or native set without its bit (SLOT_BASE, ADOPT) is -EINVAL.
@@ -289,9 +314,13 @@ enum mreg_region_attr_mask {
 	 * access flags; VFIO, iommufd and kmod: the device may write only
 	 * with LOCAL_WRITE or REMOTE_WRITE; io_uring: unused). */
 	MREG_REGION_ATTR_ACCESS = 1u << 0,
-	/* VFIO/iommufd: map at iova, which must be free. */
+	/* VFIO/iommufd/dpdk: map at iova, which must be free.  dpdk: DPDK
+	 * is told that IOVA, but an EAL running IOVA as VA takes VA for
+	 * IOVA in rte_mem_virt2iova(), so only IOVA = VA serves DPDK's own
+	 * drivers; another IOVA is for a device the caller drives. */
 	MREG_REGION_ATTR_IOVA = 1u << 1,
-	/* VFIO/iommufd: map at the region's own address (IOVA = VA). */
+	/* VFIO/iommufd: map at the region's own address (IOVA = VA), which
+	 * is what dpdk does by default. */
 	MREG_REGION_ATTR_IOVA_VA = 1u << 2,
 	/* io_uring: the first buffer index, which must be free. */
 	MREG_REGION_ATTR_SLOT = 1u << 3,
@@ -332,7 +361,7 @@ struct mreg_region_info {
 	uint32_t reserved;
 	uint64_t addr;
 	uint64_t length;
-	uint64_t iova;	    /* VFIO/iommufd: device address */
+	uint64_t iova;	    /* VFIO/iommufd/dpdk: device address */
 	uint64_t reg_ns;    /* time of the registering kernel call(s) */
 	uint32_t lkey;	    /* verbs */
 	uint32_t rkey;	    /* verbs */

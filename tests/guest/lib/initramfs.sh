@@ -39,6 +39,9 @@ layout_skeleton() {
 	local root=$1 d
 	mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,etc,proc,sys,dev,tmp,run,mnt,mreg}
 	for d in bin sbin lib lib64; do ln -sfn "usr/$d" "$root/$d"; done
+	# As on Debian: DPDK's EAL keeps its runtime directory in /var/run.
+	mkdir -p "$root/var"
+	ln -sfn ../run "$root/var/run"
 }
 
 layout_busybox() {
