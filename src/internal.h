@@ -89,6 +89,9 @@ static inline bool mreg_is_pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
+/* The most one io_uring fixed buffer may cover (the kernel's limit). */
+#define MREG_URING_BUFFER_MAX (1ull << 30)
+
 /* region.c: what each backend file provides, behind one ops table. */
 struct mreg_backend_ops {
 	enum mreg_backend type;
@@ -105,6 +108,9 @@ struct mreg_backend_ops {
 	/* Optional: folio-coalesced extents of a registered region. */
 	int (*extents)(const struct mreg_region *region,
 		       struct mreg_region_extent *ext, size_t *nr);
+	/* Optional: the most bytes one registration may cover in @domain
+	 * (0: no limit); region.c splits larger regions into pieces. */
+	uint64_t (*piece_max)(const struct mreg_domain *domain);
 };
 
 /*
@@ -144,6 +150,14 @@ struct mreg_region {
 	uint64_t want_iova;
 	void *native; /* mreg_region_native() */
 	void *priv;   /* backend state */
+	/*
+	 * A region split into pieces (region.c) is a parent the backends
+	 * never see: each piece is a region of its own, registered by the
+	 * backend's reg().  @registered says which ones hold their pin.
+	 */
+	uint32_t nr_pieces;
+	struct mreg_region *pieces;
+	bool registered;
 };
 
 /* Whether the domain registers into an object the caller owns. */

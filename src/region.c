@@ -11,15 +11,22 @@
 
 #include "internal.h"
 #include "iova.h"
+#include "pieces.h"
 
 #define DOMAIN_MASK                                               \
 	(MREG_DOMAIN_ATTR_DEVICE | MREG_DOMAIN_ATTR_MAX_REGIONS | \
 	 MREG_DOMAIN_ATTR_ACCESS | MREG_DOMAIN_ATTR_ADOPT |       \
 	 MREG_DOMAIN_ATTR_SLOT_BASE)
-#define REGION_MASK                                        \
-	(MREG_REGION_ATTR_ACCESS | MREG_REGION_ATTR_IOVA | \
-	 MREG_REGION_ATTR_IOVA_VA | MREG_REGION_ATTR_SLOT)
+#define REGION_MASK                                         \
+	(MREG_REGION_ATTR_ACCESS | MREG_REGION_ATTR_IOVA |  \
+	 MREG_REGION_ATTR_IOVA_VA | MREG_REGION_ATTR_SLOT | \
+	 MREG_REGION_ATTR_PIECE_SIZE | MREG_REGION_ATTR_THREADS)
 #define REGION_ATTR_MIN_SIZE offsetof(struct mreg_region_attr, reserved)
+/* The fields of MREG_0.3: piece_size, threads. */
+#define REGION_ATTR_SIZE_V3 sizeof(struct mreg_region_attr)
+#define SPLIT_MASK	    (MREG_REGION_ATTR_PIECE_SIZE | MREG_REGION_ATTR_THREADS)
+/* What one thread's share of a region is rounded up to. */
+#define SHARE_ALIGN (2ull << 20)
 #define ACCESS_MASK                                          \
 	(MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_READ | \
 	 MREG_ACCESS_REMOTE_WRITE)
@@ -228,10 +235,39 @@ static bool has_iova(enum mreg_backend b)
 	       b == MREG_BACKEND_DPDK;
 }
 
+static int check_split_attr(const struct mreg_region_attr *a)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	if ((a->comp_mask & SPLIT_MASK) && a->size < REGION_ATTR_SIZE_V3)
+		return mreg_fail(-EINVAL,
+				 "register: attr size %u has no piece_size "
+				 "and threads (%zu bytes needed)",
+				 a->size, REGION_ATTR_SIZE_V3);
+	if (a->size >= REGION_ATTR_SIZE_V3 && a->reserved2)
+		return mreg_fail(-EINVAL, "register: attr reserved2 is not 0");
+	if ((a->comp_mask & MREG_REGION_ATTR_PIECE_SIZE) &&
+	    (!a->piece_size || a->piece_size % page))
+		return mreg_fail(-EINVAL,
+				 "register: piece_size %llu is not a "
+				 "non-zero multiple of the page size",
+				 (unsigned long long)a->piece_size);
+	if ((a->comp_mask & MREG_REGION_ATTR_THREADS) &&
+	    (!a->threads || a->threads > MREG_REGION_THREADS_MAX))
+		return mreg_fail(-EINVAL, "register: threads %u is not 1..%u",
+				 a->threads, MREG_REGION_THREADS_MAX);
+	if ((a->comp_mask & SPLIT_MASK) &&
+	    (a->comp_mask & MREG_REGION_ATTR_SLOT))
+		return mreg_fail(-EINVAL, "register: a fixed slot cannot be "
+					  "split into pieces");
+	return 0;
+}
+
 static int check_region_attr(const struct mreg_domain *d,
 			     const struct mreg_region_attr *a)
 {
 	uint32_t iova = MREG_REGION_ATTR_IOVA | MREG_REGION_ATTR_IOVA_VA;
+	int ret;
 
 	if (a->size < REGION_ATTR_MIN_SIZE)
 		return mreg_fail(-EINVAL, "register: attr size %u too small",
@@ -240,7 +276,8 @@ static int check_region_attr(const struct mreg_domain *d,
 		return mreg_fail(-EINVAL,
 				 "register: unknown comp_mask bits 0x%x",
 				 a->comp_mask & ~REGION_MASK);
-	if (a->size >= sizeof(*a) && a->reserved)
+	if (a->size >= offsetof(struct mreg_region_attr, piece_size) &&
+	    a->reserved)
 		return mreg_fail(-EINVAL, "register: attr reserved is not 0");
 	if ((a->comp_mask & MREG_REGION_ATTR_ACCESS) &&
 	    (a->access & ~ACCESS_MASK))
@@ -260,7 +297,8 @@ static int check_region_attr(const struct mreg_domain *d,
 				 "register: a slot is for io_uring, "
 				 "not %s",
 				 d->ops->name);
-	return check_range(d, a->addr, a->length);
+	ret = check_split_attr(a);
+	return ret ? ret : check_range(d, a->addr, a->length);
 }
 
 /* Count the region in before registering it, so that concurrent
@@ -298,6 +336,7 @@ static struct mreg_region *new_region(struct mreg_domain *d,
 	if (!r)
 		return NULL;
 	r->domain = d;
+	r->info.size = sizeof(r->info);
 	r->info.addr = (uintptr_t)a->addr;
 	r->info.length = a->length;
 	r->comp_mask = a->comp_mask;
@@ -310,20 +349,79 @@ static struct mreg_region *new_region(struct mreg_domain *d,
 	return r;
 }
 
+static uint32_t attr_threads(const struct mreg_region_attr *a)
+{
+	return a->comp_mask & MREG_REGION_ATTR_THREADS ? a->threads : 1;
+}
+
+/*
+ * The piece size: the caller's, else the backend's limit, brought down
+ * to one share per thread when threads were asked for.  0: no split.
+ */
+static uint64_t piece_size(const struct mreg_domain *d,
+			   const struct mreg_region_attr *a)
+{
+	uint64_t piece = d->ops->piece_max ? d->ops->piece_max(d) : 0;
+	uint32_t threads = attr_threads(a);
+	uint64_t share;
+
+	if (a->comp_mask & MREG_REGION_ATTR_PIECE_SIZE)
+		return a->piece_size;
+	if (threads > 1) {
+		share = (a->length + threads - 1) / threads;
+		share = (share + SHARE_ALIGN - 1) / SHARE_ALIGN * SHARE_ALIGN;
+		if (!piece || share < piece)
+			piece = share;
+	}
+	return piece;
+}
+
+static int do_register(struct mreg_domain *d, struct mreg_region *r,
+		       const struct mreg_region_attr *a)
+{
+	uint64_t piece = piece_size(d, a);
+	int ret;
+
+	if (piece && piece < a->length) {
+		ret = mreg_pieces_layout(r, piece);
+		if (ret)
+			return ret;
+	}
+	if (!r->nr_pieces)
+		return d->ops->reg(d, r);
+	ret = mreg_pieces_register(r, attr_threads(a));
+	if (ret)
+		mreg_pieces_free(r);
+	return ret;
+}
+
+/* The caller's attr, as long as it is, in a struct of this version. */
+static void copy_attr(struct mreg_region_attr *a,
+		      const struct mreg_region_attr *in)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(a, in, in->size < sizeof(*a) ? in->size : sizeof(*a));
+}
+
 MREG_EXPORT int mreg_region_register_attr(struct mreg_domain *d,
 					  const struct mreg_region_attr *attr,
 					  struct mreg_region **out)
 {
+	struct mreg_region_attr a;
 	struct mreg_region *r;
 	int ret;
 
 	if (!d || !attr || !out)
 		return mreg_fail(-EINVAL, "register: domain, attr and out are "
 					  "required");
-	ret = check_region_attr(d, attr);
+	if (attr->size < REGION_ATTR_MIN_SIZE)
+		return mreg_fail(-EINVAL, "register: attr size %u too small",
+				 attr->size);
+	copy_attr(&a, attr);
+	ret = check_region_attr(d, &a);
 	if (ret)
 		return ret;
-	r = new_region(d, attr);
+	r = new_region(d, &a);
 	if (!r)
 		return mreg_fail(-ENOMEM, "register: out of memory");
 	ret = reserve_region(d);
@@ -331,7 +429,7 @@ MREG_EXPORT int mreg_region_register_attr(struct mreg_domain *d,
 		free(r);
 		return ret;
 	}
-	ret = d->ops->reg(d, r);
+	ret = do_register(d, r, &a);
 	if (ret) {
 		unreserve_region(d);
 		free(r);
@@ -350,6 +448,7 @@ MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
 	return mreg_region_register_attr(d, &attr, out);
 }
 
+/* A region in pieces that failed midway keeps the rest: call again. */
 MREG_EXPORT int mreg_region_deregister(struct mreg_region *r, uint64_t *ns)
 {
 	uint64_t elapsed = 0;
@@ -357,12 +456,16 @@ MREG_EXPORT int mreg_region_deregister(struct mreg_region *r, uint64_t *ns)
 
 	if (!r)
 		return mreg_fail(-EINVAL, "deregister: region is NULL");
-	ret = r->domain->ops->dereg(r->domain, r, &elapsed);
+	if (r->nr_pieces)
+		ret = mreg_pieces_deregister(r, &elapsed);
+	else
+		ret = r->domain->ops->dereg(r->domain, r, &elapsed);
 	if (ret)
 		return ret;
 	unreserve_region(r->domain);
 	if (ns)
 		*ns = elapsed;
+	mreg_pieces_free(r);
 	free(r);
 	return 0;
 }
@@ -434,5 +537,7 @@ MREG_EXPORT int mreg_region_extents(const struct mreg_region *r,
 				 "extents: the %s backend does "
 				 "not report extents",
 				 r->domain->ops->name);
+	if (r->nr_pieces)
+		return mreg_pieces_extents(r, ext, nr);
 	return r->domain->ops->extents(r, ext, nr);
 }

@@ -324,6 +324,10 @@ enum mreg_region_attr_mask {
 	MREG_REGION_ATTR_IOVA_VA = 1u << 2,
 	/* io_uring: the first buffer index, which must be free. */
 	MREG_REGION_ATTR_SLOT = 1u << 3,
+	/* Pieces of at most piece_size bytes, see below. */
+	MREG_REGION_ATTR_PIECE_SIZE = 1u << 4,
+	/* Register the pieces on this many threads at once, see below. */
+	MREG_REGION_ATTR_THREADS = 1u << 5,
 };
 
 /*
@@ -331,7 +335,31 @@ enum mreg_region_attr_mask {
  * verbs (the MR covers exactly those bytes); every other backend pins
  * whole pages and takes only page-aligned ranges (-EINVAL otherwise, the
  * message saying so), as its kernel interface does.
+ *
+ * Pieces: a region larger than one kernel object may cover is split,
+ * transparently, into pieces, each its own MR, mapping or fixed buffer,
+ * cut at multiples of the piece size in the address space; their keys,
+ * IOVAs and indexes come from mreg_region_pieces().  Without
+ * PIECE_SIZE the backend's limit applies: verbs on soft-RoCE (rxe)
+ * 256 MiB, since rxe in 6.12 keeps 16 bytes per 4 kB page of an MR in one
+ * kmalloc, which cannot exceed 4 MiB (1 GiB of MR) and is an order-10
+ * allocation at that size; io_uring splits at 1 GiB, the kernel's limit
+ * per buffer, by itself; the others need no split.  PIECE_SIZE (a
+ * multiple of the page size) replaces that limit: larger on a kernel
+ * without rxe's, smaller to spread the work.  A split VFIO, iommufd or
+ * dpdk region has an IOVA per piece (contiguous only with a fixed
+ * IOVA); SLOT cannot be combined with a split.
+ *
+ * THREADS (1..MREG_REGION_THREADS_MAX): the pieces are registered on
+ * that many threads at once, the caller's among them; mreg starts the
+ * others and joins them before returning.  Without PIECE_SIZE the
+ * region is cut into one piece per thread (rounded up to 2 MiB, within
+ * the backend's limit).  reg_ns is then the wall time of the whole
+ * registration, thread start-up included.  Whether it is faster depends
+ * on where the kernel serialises (README: "Registration at scale").
  */
+#define MREG_REGION_THREADS_MAX 256
+
 struct mreg_region_attr {
 	uint32_t size;	    /* sizeof(struct mreg_region_attr) */
 	uint32_t comp_mask; /* enum mreg_region_attr_mask: valid fields */
@@ -341,6 +369,10 @@ struct mreg_region_attr {
 	uint32_t slot;	 /* SLOT: io_uring buffer index */
 	uint64_t iova;	 /* IOVA: device address */
 	uint64_t reserved;
+	/* Since MREG_0.3: */
+	uint64_t piece_size; /* PIECE_SIZE: bytes, a multiple of the page */
+	uint32_t threads;    /* THREADS: 1..MREG_REGION_THREADS_MAX */
+	uint32_t reserved2;
 };
 
 int mreg_region_register_attr(struct mreg_domain *domain,
@@ -361,12 +393,14 @@ struct mreg_region_info {
 	uint32_t reserved;
 	uint64_t addr;
 	uint64_t length;
-	uint64_t iova;	    /* VFIO/iommufd/dpdk: device address */
-	uint64_t reg_ns;    /* time of the registering kernel call(s) */
-	uint32_t lkey;	    /* verbs */
-	uint32_t rkey;	    /* verbs */
-	uint32_t index;	    /* io_uring: first buffer index */
-	uint32_t nr_slices; /* kernel objects used (1 GiB iovecs, ...) */
+	uint64_t iova;	 /* VFIO/iommufd/dpdk: device address */
+	uint64_t reg_ns; /* time of the registering kernel call(s) */
+	uint32_t lkey;	 /* verbs */
+	uint32_t rkey;	 /* verbs */
+	uint32_t index;	 /* io_uring: first buffer index */
+	/* Kernel objects used: the pieces of mreg_region_pieces() (io_uring
+	 * fixed buffers, MRs, mappings); kmod: its folio extents. */
+	uint32_t nr_slices;
 };
 
 /* @info->size must be set; see struct mreg_folio_hist for the rule. */
@@ -389,6 +423,27 @@ struct mreg_region_extent {
  */
 int mreg_region_extents(const struct mreg_region *region,
 			struct mreg_region_extent *ext, size_t *nr);
+
+/* One kernel object of a registration: an MR, a mapping, a fixed buffer. */
+struct mreg_region_piece {
+	uint64_t offset; /* from the region's start */
+	uint64_t length;
+	uint64_t iova;	/* VFIO/iommufd/dpdk: device address of offset */
+	uint32_t lkey;	/* verbs */
+	uint32_t rkey;	/* verbs */
+	uint32_t index; /* io_uring: buffer index; kmod: handle */
+	uint32_t reserved;
+	void *native; /* verbs: struct ibv_mr *, else NULL */
+};
+
+/*
+ * The pieces of @region in address order (io_uring: one per fixed
+ * buffer): in, *@nr entries of @pieces; out, the number of pieces.
+ * -EMSGSIZE with *@nr set when @pieces is too small.  info.nr_slices of
+ * mreg_region_query() is that number too, but for kmod (its extents).
+ */
+int mreg_region_pieces(const struct mreg_region *region,
+		       struct mreg_region_piece *pieces, size_t *nr);
 
 #ifdef __cplusplus
 }

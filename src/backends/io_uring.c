@@ -15,7 +15,7 @@
 
 #include "../internal.h"
 
-#define SLICE_MAX (1ull << 30)
+#define SLICE_MAX MREG_URING_BUFFER_MAX
 /* IORING_MAX_REG_BUFFERS: no buffer table has more slots. */
 #define MAX_SLOTS (1u << 14)
 

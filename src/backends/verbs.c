@@ -34,6 +34,7 @@
 	X(get_device_name, "IBVERBS_1.1")  \
 	X(open_device, "IBVERBS_1.1")      \
 	X(close_device, "IBVERBS_1.1")     \
+	X(query_device, "IBVERBS_1.1")     \
 	X(alloc_pd, "IBVERBS_1.1")         \
 	X(dealloc_pd, "IBVERBS_1.1")       \
 	X(reg_mr_iova2, "IBVERBS_1.8")     \
@@ -98,10 +99,22 @@ static bool verbs_ready(void)
 	return verbs_loaded;
 }
 
+/* Soft-RoCE's vendor_id (RXE_VENDOR_ID in the kernel's rxe_param.h). */
+#define RXE_VENDOR_ID 0xffffff
+/*
+ * rxe in 6.12 keeps a 16-byte entry per 4 kB page of an MR in one
+ * kcalloc (rxe_mr.c, __alloc_mr_page_info()): 1 GiB needs an order-10
+ * allocation, the largest kmalloc can do, and more fails with -ENOMEM and
+ * a WARN.  Pieces of 256 MiB need order 8, which compaction can still
+ * give on a long-running system.
+ */
+#define RXE_PIECE_MAX (256ull << 20)
+
 struct verbs_domain {
 	struct ibv_context *ctx; /* NULL when the PD is the caller's */
 	struct ibv_pd *pd;
 	bool adopted;
+	uint64_t piece_max; /* 0: the device takes any size */
 };
 
 static int verbs_supported(void)
@@ -160,6 +173,16 @@ static int open_pd(struct verbs_domain *v, const char *name)
 	return 0;
 }
 
+/* A device that cannot take an MR as large as max_mr_size says. */
+static uint64_t device_piece_max(struct ibv_context *ctx)
+{
+	struct ibv_device_attr attr;
+
+	if (ibv.query_device(ctx, &attr))
+		return 0;
+	return attr.vendor_id == RXE_VENDOR_ID ? RXE_PIECE_MAX : 0;
+}
+
 static int verbs_domain_open(struct mreg_domain *d,
 			     const struct mreg_domain_attr *attr)
 {
@@ -179,6 +202,7 @@ static int verbs_domain_open(struct mreg_domain *d,
 		free(v);
 		return ret;
 	}
+	v->piece_max = device_piece_max(v->pd->context);
 	d->priv = v;
 	d->native = v->pd;
 	return 0;
@@ -266,6 +290,13 @@ static int verbs_dereg(struct mreg_domain *d, struct mreg_region *r,
 	return 0;
 }
 
+static uint64_t verbs_piece_max(const struct mreg_domain *d)
+{
+	const struct verbs_domain *v = d->priv;
+
+	return v->piece_max;
+}
+
 const struct mreg_backend_ops mreg_verbs_ops = {
 	.type = MREG_BACKEND_VERBS,
 	.name = "verbs",
@@ -274,4 +305,5 @@ const struct mreg_backend_ops mreg_verbs_ops = {
 	.domain_close = verbs_domain_close,
 	.reg = verbs_reg,
 	.dereg = verbs_dereg,
+	.piece_max = verbs_piece_max,
 };
