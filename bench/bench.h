@@ -23,6 +23,7 @@ enum path_kind {
 	PATH_REGISTER, /* mreg_region_register() on a backend */
 	PATH_FIO,      /* fio O_DIRECT reads */
 	PATH_KBENCH,   /* mreg.ko's MREG_IOC_BENCH: one GUP method */
+	PATH_HEAP,     /* DPDK's own rte_malloc_heap_memory_add(), not mreg */
 };
 
 /* One row kind: a registration backend, an fio job or a GUP method. */
@@ -76,6 +77,11 @@ void stats_compute(double *samples, int nr, struct stats *out);
 int kbench_parse(const char *tok, struct path_spec *p);
 void kbench_cell_run(const struct bench_opts *o, struct cell *c,
 		     struct mreg_buf *buf);
+
+/* dpdk_heap_cell.c: DPDK's heap path, the anchor for mreg's dpdk backend */
+void dpdk_heap_prepare(const struct bench_opts *o);
+void dpdk_heap_cell_run(const struct bench_opts *o, struct cell *c,
+			const struct mreg_buf *buf);
 
 /* fio_cell.c */
 void fio_cell_run(const struct bench_opts *o, struct cell *c);

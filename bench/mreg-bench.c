@@ -29,9 +29,12 @@ static void usage(FILE *out)
 		"  -f, --folios LIST   folio sizes (default " DEFAULT_FOLIOS
 		")\n"
 		"  -s, --sizes LIST    buffer sizes (default 256m,1g)\n"
-		"  -p, --paths LIST    io_uring,verbs,vfio,iommufd,kmod (each "
-		"may\n"
-		"                      name a device: vfio@0000:00:03.0),\n"
+		"  -p, --paths LIST    io_uring,verbs,vfio,iommufd,kmod,dpdk "
+		"(each\n"
+		"                      may name a device: vfio@0000:00:03.0),\n"
+		"                      dpdk-heap@BDF (DPDK's own heap path, "
+		"not\n"
+		"                      mreg's: the anchor for dpdk),\n"
 		"                      fio-psync,fio-io_uring[:BS],\n"
 		"                      kbench-METHOD[:PAGES_PER_CALL] with "
 		"METHOD\n"
@@ -106,12 +109,17 @@ static int parse_path(const char *tok, struct path_spec *p)
 
 	snprintf(p->name, sizeof(p->name), "%s", tok);
 	at = strchr(p->name, '@');
-	if (at) { /* backend@device: the name keeps only the backend */
+	if (at) { /* path@device: the name keeps only the path */
 		snprintf(p->device, sizeof(p->device), "%s", at + 1);
 		*at = '\0';
+	}
+	if (!strcmp(p->name, "dpdk-heap")) { /* DPDK's own, on a device */
+		p->kind = PATH_HEAP;
+		return p->device[0] ? 0 : -EINVAL;
+	}
+	if (at)
 		return (p->backend = mreg_backend_parse(p->name)) < 0 ? -EINVAL
 								      : 0;
-	}
 	if (!strncmp(tok, "kbench-", 7))
 		return kbench_parse(tok, p);
 	if (!strncmp(tok, "fio-", 4)) {
@@ -393,6 +401,8 @@ static void run_pair(const struct bench_opts *o, struct cell *cells, int *done,
 		c->verified = mreg_buf_verified(buf);
 		if (c->path->kind == PATH_KBENCH)
 			kbench_cell_run(o, c, buf);
+		else if (c->path->kind == PATH_HEAP)
+			dpdk_heap_cell_run(o, c, buf);
 		else
 			reg_cell_run(o, c, buf);
 		recheck_hist(c, buf);
@@ -433,6 +443,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* Before any cell: DPDK's heap path needs an EAL that mreg's own
+	 * dpdk domains would otherwise start without its memory events. */
+	dpdk_heap_prepare(&o);
 	nr = o.nr_sizes * o.nr_folios * o.nr_paths;
 	cells = calloc((size_t)nr, sizeof(*cells));
 	if (!cells)
