@@ -9,6 +9,9 @@
  *  io_uring (host and guest): READ_FIXED into the first and last bytes
  *           of every piece, one thread and four; a registration that
  *           runs out of slots midway undoes the pieces it made.
+ *  vfio, iommufd, dpdk (guest, edu): 4 MiB at a fixed IOVA in 1 MiB
+ *           pieces on two threads; edu's DMA engine copies from each
+ *           piece into the next through the IOVAs the pieces report.
  *  verbs    (guest, rxe): a region of MREG_PIECES_VERBS_GB GiB (default
  *           4, above rxe's 1 GiB ceiling in 6.12) with no piece_size,
  *           RDMA WRITE into and READ out of both ends of every piece; a
@@ -28,12 +31,14 @@
 #include <liburing.h>
 
 #include "tcommon.h"
+#include "tedu.h"
 #include "tpaths.h"
+#include "tvfio.h"
 #ifdef MREG_TEST_VERBS
 #include "tverbs.h"
 #endif
 
-#define MIB	  (1ull << 20)
+#define MIB	  ((uint64_t)1 << 20)
 #define CHUNK	  4096u
 #define URING_LEN (96 * MIB)
 
@@ -255,6 +260,128 @@ static int run_uring(void)
 	return ret;
 }
 
+#define EDU_LEN	 (4 * MIB)
+#define EDU_IOVA ((uint64_t)0x400000)
+#define EDU_DMA	 T_EDU_DMA_MAX
+
+/* Piece i's first bytes through the device into piece i + 1's. */
+static int edu_ring(struct t_edu *e, char *base,
+		    const struct mreg_region_piece *p, size_t nr)
+{
+	size_t i, j;
+
+	for (i = 0; i < nr; i++) {
+		const struct mreg_region_piece *a = &p[i],
+					       *b = &p[(i + 1) % nr];
+
+		T_CHECK(a->iova == EDU_IOVA + a->offset,
+			"piece %zu at iova 0x%" PRIx64 ", not 0x%" PRIx64, i,
+			a->iova, EDU_IOVA + a->offset);
+		for (j = 0; j < EDU_DMA; j++)
+			base[a->offset + j] = (char)(j * 7 + i);
+		memset(base + b->offset, 0, EDU_DMA);
+		T_CHECK(!t_edu_dma(e, a->iova, EDU_DMA, 1) &&
+				!t_edu_dma(e, b->iova, EDU_DMA, 0),
+			"edu DMA");
+		T_CHECK(!memcmp(base + a->offset, base + b->offset, EDU_DMA),
+			"piece %zu -> %zu through the device differs", i,
+			(i + 1) % nr);
+	}
+	return T_PASS;
+}
+
+static int edu_pieces(struct mreg_domain *d, struct t_edu *e, const char *what)
+{
+	struct mreg_region_attr a = {.size = sizeof(a),
+				     .comp_mask = MREG_REGION_ATTR_IOVA |
+						  MREG_REGION_ATTR_PIECE_SIZE |
+						  MREG_REGION_ATTR_THREADS,
+				     .length = EDU_LEN,
+				     .iova = EDU_IOVA,
+				     .piece_size = MIB,
+				     .threads = 2};
+	struct mreg_region_piece *p = NULL;
+	struct mreg_region *r;
+	char *base = mmap(NULL, EDU_LEN, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	size_t nr;
+	int ret;
+
+	T_CHECK(base != MAP_FAILED, "mmap");
+	a.addr = base;
+	T_CHECK(!mreg_region_register_attr(d, &a, &r), "%s: %s", what,
+		mreg_last_error());
+	ret = get_pieces(r, &p, &nr);
+	if (!ret)
+		ret = edu_ring(e, base, p, nr);
+	if (!ret)
+		printf("  %s: %zu pieces on 2 threads, edu DMA from each "
+		       "into the next\n",
+		       what, nr);
+	free(p);
+	T_CHECK(!mreg_region_deregister(r, NULL), "%s", mreg_last_error());
+	munmap(base, EDU_LEN);
+	return ret;
+}
+
+static int adopt_edu(struct t_edu *e, enum mreg_backend b, const char *what)
+{
+	struct mreg_domain_attr da = {
+		.backend = b,
+		.comp_mask = MREG_DOMAIN_ATTR_ADOPT,
+		.fd = b == MREG_BACKEND_VFIO ? e->container : e->iommufd,
+		.ioas_id = e->ioas_id};
+	struct mreg_domain *d;
+	int ret;
+
+	T_CHECK(!mreg_domain_open(&da, &d), "%s: %s", what, mreg_last_error());
+	ret = edu_pieces(d, e, what);
+	T_CHECK(!mreg_domain_close(d), "%s", mreg_last_error());
+	return ret;
+}
+
+static int dpdk_edu(const char *bdf)
+{
+	struct mreg_domain_attr da = {.backend = MREG_BACKEND_DPDK,
+				      .comp_mask = MREG_DOMAIN_ATTR_DEVICE,
+				      .device = bdf};
+	struct mreg_dpdk_native *native;
+	struct mreg_domain *d;
+	struct t_edu e;
+	int ret;
+
+	T_CHECK(!mreg_domain_open(&da, &d), "dpdk: %s", mreg_last_error());
+	native = mreg_domain_native(d);
+	ret = t_edu_attach(native->device_fd, bdf, &e);
+	if (!ret)
+		ret = edu_pieces(d, &e, "dpdk");
+	T_CHECK(!mreg_domain_close(d), "%s", mreg_last_error());
+	return ret;
+}
+
+static int run_edu(void)
+{
+	struct t_edu e;
+	char bdf[64];
+	int ret;
+
+	if (geteuid() || t_vfio_device(bdf, sizeof(bdf)) ||
+	    t_edu_open_type1(bdf, &e)) {
+		printf("  vfio, iommufd, dpdk: no edu on vfio-pci: not run\n");
+		return T_PASS;
+	}
+	ret = adopt_edu(&e, MREG_BACKEND_VFIO, "vfio");
+	t_edu_close(&e);
+	if (!ret && !access("/dev/iommu", F_OK)) {
+		T_CHECK(!t_edu_open_iommufd(bdf, &e), "iommufd: open %s", bdf);
+		ret = adopt_edu(&e, MREG_BACKEND_IOMMUFD, "iommufd");
+		t_edu_close(&e);
+	}
+	if (!ret && mreg_backend_supported(MREG_BACKEND_DPDK))
+		ret = dpdk_edu(bdf);
+	return ret;
+}
+
 #ifdef MREG_TEST_VERBS
 #define VERBS_ACCESS                                         \
 	(MREG_ACCESS_LOCAL_WRITE | MREG_ACCESS_REMOTE_READ | \
@@ -433,6 +560,8 @@ int main(void)
 	t_init("test_pieces");
 	t_pins_read(&before);
 	ret = run_uring();
+	if (!ret)
+		ret = run_edu();
 #ifdef MREG_TEST_VERBS
 	if (!ret)
 		ret = run_verbs();
