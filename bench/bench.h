@@ -37,6 +37,7 @@ struct path_spec {
 	char engine[16];   /* fio: psync, io_uring */
 	char device[64];   /* "verbs@rxe0", "vfio@0000:00:03.0" */
 	uint64_t block;	   /* fio: bs */
+	uint32_t threads;  /* PATH_REGISTER: MREG_REGION_ATTR_THREADS, 0 = 1 */
 };
 
 struct stats {

@@ -34,7 +34,10 @@ static void usage(FILE *out)
 		"                      may name a device: vfio@0000:00:03.0),\n"
 		"                      dpdk-heap@BDF (DPDK's own heap path, "
 		"not\n"
-		"                      mreg's: the anchor for dpdk),\n"
+		"                      mreg's: the anchor for dpdk); a "
+		"backend path\n"
+		"                      ending in /tN registers on N threads "
+		"(verbs@rxe0/t2),\n"
 		"                      fio-psync,fio-io_uring[:BS],\n"
 		"                      kbench-METHOD[:PAGES_PER_CALL] with "
 		"METHOD\n"
@@ -102,7 +105,7 @@ static int parse_folio(const char *tok, struct folio_spec *f)
 	return 0;
 }
 
-static int parse_path(const char *tok, struct path_spec *p)
+static int parse_path_base(const char *tok, struct path_spec *p)
 {
 	const char *colon = strchr(tok, ':');
 	char *at;
@@ -113,6 +116,7 @@ static int parse_path(const char *tok, struct path_spec *p)
 		snprintf(p->device, sizeof(p->device), "%s", at + 1);
 		*at = '\0';
 	}
+
 	if (!strcmp(p->name, "dpdk-heap")) { /* DPDK's own, on a device */
 		p->kind = PATH_HEAP;
 		return p->device[0] ? 0 : -EINVAL;
@@ -132,6 +136,34 @@ static int parse_path(const char *tok, struct path_spec *p)
 	}
 	p->backend = mreg_backend_parse(tok);
 	return p->backend < 0 ? -EINVAL : 0;
+}
+
+/*
+ * "verbs@rxe0/t2": registered on 2 threads (MREG_REGION_ATTR_THREADS).
+ * The name keeps the suffix, so each thread count is a row of its own.
+ */
+static int parse_path(const char *tok, struct path_spec *p)
+{
+	char base[sizeof(p->name)], *t, *end;
+	size_t len;
+
+	snprintf(base, sizeof(base), "%s", tok);
+	t = strstr(base, "/t");
+	if (t) {
+		p->threads = (uint32_t)strtoul(t + 2, &end, 10);
+		if (*end || !p->threads || p->threads > MREG_REGION_THREADS_MAX)
+			return -EINVAL;
+		*t = '\0';
+	}
+	if (parse_path_base(base, p))
+		return -EINVAL;
+	if (p->threads && p->kind != PATH_REGISTER)
+		return -EINVAL;
+	len = strlen(p->name);
+	if (p->threads > 1)
+		snprintf(p->name + len, sizeof(p->name) - len, "/t%u",
+			 p->threads);
+	return 0;
 }
 
 /* Split @list on commas and feed each token to the right parser. */
@@ -278,6 +310,13 @@ static void reg_cell_run(const struct bench_opts *o, struct cell *c,
 		.comp_mask = c->path->device[0] ? MREG_DOMAIN_ATTR_DEVICE : 0,
 		.device = c->path->device,
 	};
+	struct mreg_region_attr ra = {
+		.size = sizeof(ra),
+		.comp_mask = c->path->threads ? MREG_REGION_ATTR_THREADS : 0,
+		.addr = mreg_buf_addr(buf),
+		.length = mreg_buf_length(buf),
+		.threads = c->path->threads,
+	};
 	static double reg[MAX_REPS], dereg[MAX_REPS];
 	struct mreg_region_info info = {.size = sizeof(info)};
 	struct mreg_domain *d;
@@ -290,8 +329,7 @@ static void reg_cell_run(const struct bench_opts *o, struct cell *c,
 		return;
 	}
 	for (i = 0; i < o->warmup + o->reps; i++) {
-		if (mreg_region_register(d, mreg_buf_addr(buf),
-					 mreg_buf_length(buf), &r)) {
+		if (mreg_region_register_attr(d, &ra, &r)) {
 			snprintf(c->note, sizeof(c->note), "%s",
 				 mreg_last_error());
 			break;

@@ -168,9 +168,10 @@ static void json_cell(FILE *f, const struct cell *c)
 	fprintf(f,
 		"    {\"path\": \"%s\", \"folio\": \"%s\", \"folio_size\": "
 		"%" PRIu64 ", \"size\": %" PRIu64 ", \"unit\": \"%s\", "
-		"\"samples\": %d, \"verified\": %s, ",
+		"\"threads\": %u, \"samples\": %d, \"verified\": %s, ",
 		c->path->name, c->folio->name, c->folio->size, c->size, unit(c),
-		c->nr, verified_exactly(c) ? "true" : "false");
+		c->path->threads ? c->path->threads : 1, c->nr,
+		verified_exactly(c) ? "true" : "false");
 	json_stats(f, "value", &c->reg);
 	fprintf(f, ", ");
 	json_stats(f, "dereg_ms", &c->dereg);

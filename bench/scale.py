@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Registration at scale: ms/GB per path and size, and the growth per 4x.
+
+Usage: scale.py OUT.md LABEL=DIR [LABEL=DIR ...]
+Each DIR holds results.json files of mreg-bench runs (any depth), e.g.
+the scale/ and threads/ directories bench/scale.sh leaves.  For every
+path and folio size: the median registration time per GB at each size,
+and how much the time grows from one size to the next 4x larger one.  A
+path that is linear in the buffer grows 4.0x; more than 4.4x is marked.
+Cells run on several threads (threads > 1) go to a second table, as the
+speedup over the same cell on one thread.  Cells whose folio histogram
+was not verified are marked, never reported as verified.
+"""
+import json
+import pathlib
+import re
+import sys
+
+LINEAR_MAX = 4.4
+GB = 1 << 30
+
+
+def load(root):
+    out = {}
+    kernel = None
+    for path in sorted(pathlib.Path(root).rglob("results.json")):
+        data = json.loads(path.read_text())
+        kernel = kernel or data.get("kernel")
+        for c in data["cells"]:
+            if not c["samples"] or c["unit"] != "ms":
+                continue
+            # "verbs/t2" is the verbs row on two threads.
+            name = re.sub(r"/t\d+$", "", c["path"])
+            key = (name, c["folio"], c.get("threads", 1), c["size"])
+            out[key] = c
+    return out, kernel
+
+
+def size_name(size):
+    return f"{size // GB} GB" if size >= GB else f"{size >> 20} MB"
+
+
+def ms_per_gb(c):
+    return c["value"]["median"] * GB / c["size"]
+
+
+def mark(c):
+    return "" if c["verified"] else " (unverified)"
+
+
+def growth_table(label, cells, kernel):
+    sizes = sorted({k[3] for k in cells if k[2] == 1})
+    rows = sorted({k[:2] for k in cells if k[2] == 1})
+    head = ["path", "folio"] + [f"ms/GB {size_name(s)}" for s in sizes]
+    head += [f"x {size_name(a)}->{size_name(b)}"
+             for a, b in zip(sizes, sizes[1:]) if b == 4 * a]
+    lines = [f"### {label} ({kernel})", "",
+             "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    for path, folio in rows:
+        row = [path, folio]
+        for s in sizes:
+            c = cells.get((path, folio, 1, s))
+            row.append(f"{ms_per_gb(c):.1f}{mark(c)}" if c else "-")
+        for a, b in zip(sizes, sizes[1:]):
+            if b != 4 * a:
+                continue
+            ca, cb = cells.get((path, folio, 1, a)), cells.get((path, folio, 1, b))
+            if not ca or not cb:
+                row.append("-")
+                continue
+            g = cb["value"]["median"] / ca["value"]["median"]
+            row.append(f"{g:.2f}x" + (" **superlinear**" if g > LINEAR_MAX else ""))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def threads_table(label, cells, kernel):
+    multi = sorted({k for k in cells if k[2] > 1})
+    if not multi:
+        return []
+    lines = [f"### {label}: registration on several threads ({kernel})", "",
+             "| path | folio | size | threads | ms, 1 thread | ms | speedup |",
+             "|---|---|---|---|---|---|---|"]
+    for path, folio, threads, size in multi:
+        one = cells.get((path, folio, 1, size))
+        c = cells[(path, folio, threads, size)]
+        base = one["value"]["median"] if one else float("nan")
+        lines.append(
+            f"| {path} | {folio} | {size_name(size)} | {threads} | "
+            f"{base:.1f} | {c['value']['median']:.1f}{mark(c)} | "
+            f"{base / c['value']['median']:.2f}x |")
+    return lines
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out = [f"# Registration at scale", ""]
+    for arg in sys.argv[2:]:
+        label, _, root = arg.partition("=")
+        cells, kernel = load(root)
+        out += growth_table(label, cells, kernel) + [""]
+        out += threads_table(label, cells, kernel) + [""]
+    text = "\n".join(out)
+    pathlib.Path(sys.argv[1]).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
