@@ -98,7 +98,7 @@ def main():
         sys.exit(__doc__)
     out = [f"# Registration at scale", ""]
     for arg in sys.argv[2:]:
-        label, _, root = arg.partition("=")
+        label, _, root = arg.rpartition("=")
         cells, kernel = load(root)
         out += growth_table(label, cells, kernel) + [""]
         out += threads_table(label, cells, kernel) + [""]

@@ -460,15 +460,22 @@ static int free_iova(struct mreg_domain *d, uint64_t iova, uint64_t len)
 static int dpdk_reg(struct mreg_domain *d, struct mreg_region *r)
 {
 	struct dpdk_domain *p = d->priv;
+	bool va = !(r->comp_mask & MREG_REGION_ATTR_IOVA);
 	uint64_t t0, iova;
 	int ret;
 
 	/* IOVA = VA unless the caller picked one. */
-	if (!(r->comp_mask & MREG_REGION_ATTR_IOVA)) {
+	if (va) {
 		r->comp_mask |= MREG_REGION_ATTR_IOVA_VA;
 		r->want_iova = r->info.addr;
 	}
 	ret = mreg_region_iova(d, &p->iova, r, MREG_VFIO_HUGE_ALIGN, &iova);
+	if (ret && va)
+		return mreg_fail(ret,
+				 "dpdk: IOVA = VA needs the IOMMU to reach "
+				 "0x%llx, user space's 47 bits (a 48-bit "
+				 "IOMMU); otherwise pass MREG_REGION_ATTR_IOVA",
+				 (unsigned long long)r->info.addr);
 	if (ret)
 		return ret;
 	t0 = mreg_now_ns();

@@ -122,8 +122,10 @@ qemu_icount_argv() {
 
 qemu_argv() {
 	local initrd=$1 results=$2 iommu=()
-	# Before the PCI devices, as qemu wants it.
-	qemu_iommu_on && iommu=(-device intel-iommu,intremap=on,caching-mode=on)
+	# Before the PCI devices, as qemu wants it.  48-bit IOVAs as on
+	# server VT-d: qemu's default of 39 bits cannot map IOVA = VA, which
+	# DPDK's IOVA-as-VA mode (and mreg's dpdk backend) need.
+	qemu_iommu_on && iommu=(-device intel-iommu,intremap=on,caching-mode=on,aw-bits=48)
 	QEMU_ARGV=(
 		qemu-system-x86_64 -machine q35,kernel-irqchip=split
 		-accel "$QEMU_ACCEL" -cpu max -m "$RUN_MEM" -smp "$RUN_SMP"

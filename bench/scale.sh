@@ -1,0 +1,75 @@
+#!/bin/bash
+# Registration at scale: every path at 256 MB, 1 GB and 4 GB in the qemu
+# guest, then each path on 1 and 2 threads, then io_uring natively on this
+# host up to 16 GB; bench/scale.py makes the tables (ms/GB, growth per 4x
+# of size, speedup on threads) in OUT/scale.md.
+#   bench/scale.sh BUILD_DIR [--label NAME] [--kernel BZIMAGE --modules DIR]
+#                  [--ko KO|none] [--sizes LIST] [--folios LIST]
+#                  [--host-sizes LIST] [--no-host] [--no-threads]
+#
+# Clocks: the one-thread guest run counts instructions (icount,
+# bench/tcg-clock.sh), which needs single-threaded TCG; the thread run
+# gives each vCPU its own host thread (MTTCG), which icount cannot do, so
+# it uses the host clock, and its 1- and 2-thread rows come from the same
+# boot.  The host run is native.  Compare ratios within one run only.
+set -euo pipefail
+
+build=$(cd "${1:?usage: bench/scale.sh BUILD_DIR [options]}" && pwd)
+shift
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/tcg-clock.sh"
+label=stock sizes=256m,1g,4g folios=4k,64k,2m-pmd host_sizes=256m,1g,4g,16g
+ko=auto host=1 threads=1 vm_args=()
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--label) label=$2; shift 2 ;;
+	--ko) ko=$2; shift 2 ;;
+	--sizes) sizes=$2; shift 2 ;;
+	--folios) folios=$2; shift 2 ;;
+	--host-sizes) host_sizes=$2; shift 2 ;;
+	--no-host) host=; shift ;;
+	--no-threads) threads=; shift ;;
+	*) vm_args+=("$1"); shift ;;
+	esac
+done
+out=$build/scale/$label
+mkdir -p "$out"
+
+if [ "$ko" = auto ]; then
+	ko=none
+	"$top/kmod/build.sh" build >&2 && ko=$top/kmod/mreg.ko
+fi
+
+# $1: run name, $2: THREADS list, $3: reps, $4: clock label.
+guest_run() {
+	local name=$1 payload=$out/$1/payload eal
+	rm -rf "$payload" && mkdir -p "$payload/bin" "$payload/tests" "$payload/ko"
+	cp "$build/bench/mreg-bench" "$build"/libmreg.so.[0-9] \
+		"$top/tests/vm/devices.sh" "$payload/bin/"
+	cp "$top/bench/guest/scale" "$payload/tests/"
+	# libmreg dlopens librte_eal: ship it, the harness adds its libraries.
+	eal=$(ldconfig -p | awk '/librte_eal\.so\.23 /{ print $NF; exit }')
+	[ -z "$eal" ] || cp "$eal" "$payload/bin/"
+	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"
+	printf 'SIZES=%s\nFOLIOS=%s\nTHREADS="%s"\nREPS=%s\nCLOCK="%s"\n' \
+		"$sizes" "$folios" "$2" "$3" "$4" >"$payload/bin/scale.conf"
+	"$top/tests/guest/mreg-vm" run --payload "$payload" --no-builtin \
+		--tests scale --mem 8G --out "$out/$name/vm" \
+		--test-timeout 7000 --timeout 7200 "${vm_args[@]}"
+}
+
+guest_run one "1" 3 "$MREG_TCG_CLOCK"
+if [ -n "$threads" ]; then
+	MREG_VM_ICOUNT=off MREG_VM_ACCEL=tcg,thread=multi \
+		guest_run threads "1 2" 3 "qemu MTTCG, host clock"
+fi
+if [ -n "$host" ]; then
+	"$build/bench/mreg-bench" -q -p io_uring,io_uring/t2 -f "$folios" \
+		-s "$host_sizes" -r 5 -o "$out/host" ||
+		echo "scale.sh: host run failed" >&2
+fi
+/usr/bin/python3 "$top/bench/scale.py" "$out/scale.md" \
+	"guest, one thread, $MREG_TCG_CLOCK=$out/one/vm/results" \
+	${threads:+"guest, MTTCG host clock=$out/threads/vm/results"} \
+	${host:+"host, native=$out/host"}
