@@ -84,6 +84,10 @@ void dpdk_heap_prepare(const struct bench_opts *o);
 void dpdk_heap_cell_run(const struct bench_opts *o, struct cell *c,
 			const struct mreg_buf *buf);
 
+/* vfio_info.c: a type1 container's free DMA entries and IOVA ranges */
+int vfio_dma_avail(int container, uint32_t *avail);
+bool vfio_iova_fits(int container, uint64_t iova, uint64_t len);
+
 /* fio_cell.c */
 void fio_cell_run(const struct bench_opts *o, struct cell *c);
 

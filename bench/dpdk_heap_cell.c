@@ -40,8 +40,9 @@
  * As DPDK does not say when a page went unmapped, every call is checked
  * against the default container's dma_avail: memory_add must take one
  * entry per page and memory_remove give them all back, or the cell has no
- * numbers.  DPDK is told the page size mreg's backend tells it, so the two
- * rows differ in how they map, not in what DPDK knows.  librte_eal is
+ * numbers.  DPDK is told the page size mreg's backend tells it, and the
+ * IOVAs are VA as there, so the two rows differ in how they map, not in
+ * what DPDK knows.  librte_eal is
  * dlopened, as libmreg does, so mreg-bench runs without DPDK installed.
  */
 #include <dirent.h>
@@ -52,11 +53,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <linux/vfio.h>
 
 #include <rte_eal.h>
 #include <rte_malloc.h>
@@ -289,30 +287,6 @@ static bool eal_legacy_memory(void)
 	return false;
 }
 
-/* VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL: the mappings a container may add. */
-static int dma_avail(int fd, uint32_t *avail)
-{
-	union {
-		struct vfio_iommu_type1_info info;
-		char buf[4096];
-	} u = {.info.argsz = sizeof(u)};
-	struct vfio_info_cap_header *cap;
-	uint32_t off;
-
-	if (ioctl(fd, VFIO_IOMMU_GET_INFO, &u.info) ||
-	    !(u.info.flags & VFIO_IOMMU_INFO_CAPS))
-		return -1;
-	for (off = u.info.cap_offset; off && off + 16 <= sizeof(u);
-	     off = cap->next) {
-		cap = (struct vfio_info_cap_header *)(u.buf + off);
-		if (cap->id != VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL)
-			continue;
-		*avail = ((struct vfio_iommu_type1_info_dma_avail *)cap)->avail;
-		return 0;
-	}
-	return -1;
-}
-
 /*
  * DPDK keeps its default container's fd to itself (rte_vfio_get_
  * container_fd() opens a new one in v22.11): it is the process's one
@@ -335,7 +309,7 @@ static int default_container_fd(void)
 			continue;
 		target[n] = '\0';
 		if (strcmp(target, "/dev/vfio/vfio") ||
-		    dma_avail(atoi(e->d_name), &avail))
+		    vfio_dma_avail(atoi(e->d_name), &avail))
 			continue;
 		many += found >= 0;
 		found = atoi(e->d_name);
@@ -377,18 +351,29 @@ static uint64_t heap_page_size(const struct cell *c, uintptr_t va, size_t len)
 	return size;
 }
 
-/* IOVA = VA, page by page, as DPDK's IOVA-as-VA mode would have it. */
+/*
+ * IOVA = VA page by page, as DPDK's IOVA-as-VA mode and mreg's dpdk
+ * backend have it.  A user VA has 47 bits, which an IOMMU of 39 (qemu's
+ * intel-iommu by default) cannot reach: DPDK would log a failed map per
+ * page, so the cell stops first.
+ */
 static int heap_iovas(struct heap_run *h, struct cell *c)
 {
+	uintptr_t va = (uintptr_t)h->va;
 	unsigned int i;
 
-	h->page = heap_page_size(c, (uintptr_t)h->va, h->len);
+	if (!vfio_iova_fits(h->container_fd, va, h->len))
+		return heap_fail(c,
+				 "IOVA = VA 0x%llx is beyond the IOMMU's "
+				 "ranges (needs 48 bits)",
+				 (unsigned long long)va);
+	h->page = heap_page_size(c, va, h->len);
 	h->n = (unsigned int)(h->len / h->page);
 	h->iovas = malloc(h->n * sizeof(*h->iovas));
 	if (!h->iovas)
 		return heap_fail(c, "out of memory");
 	for (i = 0; i < h->n; i++)
-		h->iovas[i] = (uintptr_t)h->va + (uint64_t)i * h->page;
+		h->iovas[i] = va + (uint64_t)i * h->page;
 	return 0;
 }
 
@@ -417,7 +402,7 @@ static int heap_open(struct heap_run *h, struct cell *c,
 	h->va = mreg_buf_addr(buf);
 	h->len = mreg_buf_length(buf);
 	h->device_fd = -1;
-	if (heap_eal(c) || heap_iovas(h, c) || heap_device(h, c))
+	if (heap_eal(c) || heap_device(h, c) || heap_iovas(h, c))
 		return -1;
 	h->legacy = eal_legacy_memory();
 	if (rte.rte_malloc_heap_create(HEAP_NAME))
@@ -443,7 +428,8 @@ static int64_t dma_used(const struct heap_run *h, uint32_t before)
 {
 	uint32_t now;
 
-	return dma_avail(h->container_fd, &now) ? -1 : (int64_t)before - now;
+	return vfio_dma_avail(h->container_fd, &now) ? -1
+						     : (int64_t)before - now;
 }
 
 static int heap_check(const struct heap_run *h, struct cell *c, int64_t mapped,
@@ -469,7 +455,7 @@ static int heap_once(const struct heap_run *h, struct cell *c, double *reg,
 	int64_t mapped, left;
 	uint32_t before;
 
-	if (dma_avail(h->container_fd, &before))
+	if (vfio_dma_avail(h->container_fd, &before))
 		return heap_fail(c, "VFIO_IOMMU_GET_INFO: no dma_avail");
 	if (before < h->n)
 		return heap_fail(c,
