@@ -1,9 +1,9 @@
 #!/bin/bash
 # The benchmark in the qemu guest (stock Debian 6.12 unless --kernel is
-# given): registration over io_uring, verbs (rxe), VFIO, iommufd, mreg.ko,
-# and fio O_DIRECT on null_blk. TCG timings are emulated, and by default
-# count guest instructions (bench/tcg-clock.sh): compare ratios within one
-# run, never absolute times.
+# given): registration over io_uring, verbs (rxe), VFIO, iommufd, dpdk (and
+# DPDK's own heap path beside it), mreg.ko, and fio O_DIRECT on null_blk.
+# TCG timings are emulated, and by default count guest instructions
+# (bench/tcg-clock.sh): compare ratios within one run, never absolute times.
 #   bench/guest.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N]
 #                  [--ko PATH|none] [--label NAME] [mreg-vm run options...]
 # --big adds io_uring-only rows at those sizes (4k, 64k, 1m, 2m folios).
@@ -36,6 +36,11 @@ make_payload() {
 	cp "$build/bench/mreg-bench" "$build"/libmreg.so.[0-9] \
 		"$here/../tests/vm/devices.sh" "$payload/bin/"
 	cp "$here/guest/bench" "$payload/tests/"
+	# No payload binary links librte_eal (mreg's dpdk backend and the
+	# dpdk-heap cells dlopen it): ship it, the harness adds its libraries.
+	local eal
+	eal=$(ldconfig -p | awk '/librte_eal\.so\.23 /{ print $NF; exit }')
+	[ -z "$eal" ] || cp "$eal" "$payload/bin/"
 	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"
 	cat >"$payload/bin/bench.conf" <<CONF
 FOLIOS=4k,16k,64k,1m,2m-pte,2m-pmd
