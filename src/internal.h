@@ -128,6 +128,9 @@ struct mreg_domain {
 	uint32_t access;
 	pthread_mutex_t lock;
 	uint32_t nr_regions; /* registered or being registered */
+	/* Failed registrations whose pieces could not all be undone: kept,
+	 * counted in nr_regions, and tried again at close. */
+	struct mreg_region *stuck;
 };
 
 static inline void mreg_domain_lock(struct mreg_domain *d)
@@ -158,6 +161,7 @@ struct mreg_region {
 	uint32_t nr_pieces;
 	struct mreg_region *pieces;
 	bool registered;
+	struct mreg_region *next_stuck; /* on domain->stuck */
 };
 
 /* Whether the domain registers into an object the caller owns. */

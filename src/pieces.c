@@ -196,7 +196,15 @@ int mreg_pieces_register(struct mreg_region *r, uint32_t threads)
 	if (ret)
 		return mreg_fail(ret, "register: out of memory");
 	if (atomic_load(&f.err)) {
-		undo_pieces(r, &unwind);
+		/* A piece that cannot be undone stays with the domain
+		 * (region.c), which tries again at close. */
+		if (undo_pieces(r, &unwind))
+			mreg_log(MREG_LOG_ERR,
+				 "register: some pieces of 0x%llx..+%llu "
+				 "could not be undone; the domain keeps them "
+				 "and retries at close",
+				 (unsigned long long)r->info.addr,
+				 (unsigned long long)r->info.length);
 		return mreg_fail(
 			atomic_load(&f.err),
 			"register: piece %u of %u (addr 0x%llx): %s", f.failed,
@@ -217,6 +225,16 @@ int mreg_pieces_register(struct mreg_region *r, uint32_t threads)
 int mreg_pieces_deregister(struct mreg_region *r, uint64_t *ns)
 {
 	return undo_pieces(r, ns);
+}
+
+bool mreg_pieces_left(const struct mreg_region *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nr_pieces; i++)
+		if (r->pieces[i].registered)
+			return true;
+	return false;
 }
 
 void mreg_pieces_free(struct mreg_region *r)

@@ -2,6 +2,8 @@
 #ifndef MREG_PIECES_H
 #define MREG_PIECES_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct mreg_region;
@@ -14,6 +16,8 @@ int mreg_pieces_register(struct mreg_region *r, uint32_t threads);
 /* Deregister the pieces still registered; *@ns gets their kernel time. */
 int mreg_pieces_deregister(struct mreg_region *r, uint64_t *ns);
 void mreg_pieces_free(struct mreg_region *r);
+/* Whether any piece of @r still holds its pin. */
+bool mreg_pieces_left(const struct mreg_region *r);
 int mreg_pieces_extents(const struct mreg_region *r,
 			struct mreg_region_extent *ext, size_t *nr);
 

@@ -163,15 +163,60 @@ MREG_EXPORT int mreg_domain_open(const struct mreg_domain_attr *attr,
 	return 0;
 }
 
+/*
+ * Undo what failed registrations left behind, outside the lock (the
+ * backends' dereg() takes it); those that still fail stay.  Return: how
+ * many were undone.
+ */
+static uint32_t retry_stuck(struct mreg_domain *d)
+{
+	struct mreg_region *r, *next, *keep = NULL;
+	uint32_t undone = 0;
+	uint64_t ns = 0;
+
+	mreg_domain_lock(d);
+	r = d->stuck;
+	d->stuck = NULL;
+	mreg_domain_unlock(d);
+	for (; r; r = next) {
+		next = r->next_stuck;
+		if (mreg_pieces_deregister(r, &ns)) {
+			r->next_stuck = keep;
+			keep = r;
+			continue;
+		}
+		mreg_pieces_free(r);
+		free(r);
+		undone++;
+	}
+	mreg_domain_lock(d);
+	for (; keep; keep = next) {
+		next = keep->next_stuck;
+		keep->next_stuck = d->stuck;
+		d->stuck = keep;
+	}
+	d->nr_regions -= undone;
+	mreg_domain_unlock(d);
+	return undone;
+}
+
 MREG_EXPORT int mreg_domain_close(struct mreg_domain *d)
 {
 	uint32_t busy;
 
 	if (!d)
 		return 0;
+	retry_stuck(d);
 	mreg_domain_lock(d);
 	busy = d->nr_regions;
 	mreg_domain_unlock(d);
+	if (busy && d->stuck)
+		return mreg_fail(
+			-EBUSY,
+			"domain: %u region(s) still registered, pieces "
+			"of a failed registration among them that "
+			"could not be undone yet",
+			busy);
 	if (busy)
 		return mreg_fail(-EBUSY,
 				 "domain: %u region(s) still registered", busy);
@@ -390,9 +435,18 @@ static int do_register(struct mreg_domain *d, struct mreg_region *r,
 	if (!r->nr_pieces)
 		return d->ops->reg(d, r);
 	ret = mreg_pieces_register(r, attr_threads(a));
-	if (ret)
+	if (ret && !mreg_pieces_left(r))
 		mreg_pieces_free(r);
 	return ret;
+}
+
+/* Keep a failed registration that still pins: see mreg_domain.stuck. */
+static void park_stuck(struct mreg_domain *d, struct mreg_region *r)
+{
+	mreg_domain_lock(d);
+	r->next_stuck = d->stuck;
+	d->stuck = r;
+	mreg_domain_unlock(d);
 }
 
 /* The caller's attr, as long as it is, in a struct of this version. */
@@ -430,6 +484,10 @@ MREG_EXPORT int mreg_region_register_attr(struct mreg_domain *d,
 		return ret;
 	}
 	ret = do_register(d, r, &a);
+	if (ret && r->nr_pieces) {
+		park_stuck(d, r);
+		return ret;
+	}
 	if (ret) {
 		unreserve_region(d);
 		free(r);

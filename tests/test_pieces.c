@@ -19,6 +19,7 @@
  *           one again on two threads.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -207,6 +208,67 @@ static int uring_undo(char *base)
 	return T_PASS;
 }
 
+/*
+ * Fault injection by interposition: the test exports its own
+ * io_uring_register_buffers_update_tag() (ENABLE_EXPORTS), which libmreg
+ * binds to before liburing's, and fails the next @fail_clears updates
+ * that empty a slot, i.e. deregistrations.
+ */
+static int fail_clears;
+
+int io_uring_register_buffers_update_tag(struct io_uring *ring, unsigned off,
+					 const struct iovec *iovecs,
+					 const __u64 *tags, unsigned nr)
+{
+	static __typeof__(io_uring_register_buffers_update_tag) *real;
+
+	if (!real)
+		real = (__typeof__(real))dlsym(
+			RTLD_NEXT, "io_uring_register_buffers_update_tag");
+	if (fail_clears > 0 && iovecs && !iovecs[0].iov_base) {
+		fail_clears--;
+		return -EIO;
+	}
+	return real(ring, off, iovecs, tags, nr);
+}
+
+/*
+ * A registration fails midway and one of its pieces then refuses to be
+ * undone: the domain must keep it (close says -EBUSY while it still
+ * refuses) and undo it at the next close, leaving no pin.
+ */
+static int uring_stuck(char *base)
+{
+	struct mreg_domain_attr da = {.backend = MREG_BACKEND_IO_URING,
+				      .comp_mask = MREG_DOMAIN_ATTR_MAX_REGIONS,
+				      .max_regions = 4};
+	struct mreg_region_attr a = {.size = sizeof(a),
+				     .comp_mask = MREG_REGION_ATTR_PIECE_SIZE,
+				     .addr = base,
+				     .length = URING_LEN,
+				     .piece_size = 16 * MIB};
+	struct t_pins before;
+	struct mreg_domain *d;
+	struct mreg_region *r;
+	int ret;
+
+	t_pins_read(&before);
+	T_CHECK(!mreg_domain_open(&da, &d), "%s", mreg_last_error());
+	fail_clears = 1; /* one piece of the unwind refuses */
+	ret = mreg_region_register_attr(d, &a, &r);
+	T_CHECK(ret == -ENOSPC, "out of slots: %d %s", ret, mreg_last_error());
+	T_CHECK(!fail_clears, "no piece was undone");
+	fail_clears = 1; /* and again at the first close */
+	T_CHECK(mreg_domain_close(d) == -EBUSY,
+		"close with a piece still refusing: %s", mreg_last_error());
+	T_CHECK(!fail_clears, "the clears were not retried");
+	T_CHECK(!mreg_domain_close(d), "second close: %s", mreg_last_error());
+	T_CHECK(t_pins_balanced(&before), "the stuck piece kept its pins");
+	printf("  io_uring: a piece that refused to be undone stayed with the "
+	       "domain, was undone at close; pins balanced\n");
+	return T_PASS;
+}
+
 static int bad_attrs(struct mreg_domain *d, char *base)
 {
 	struct mreg_region_attr a = {
@@ -255,6 +317,8 @@ static int run_uring(void)
 	T_CHECK(!mreg_domain_close(d), "%s", mreg_last_error());
 	if (!ret)
 		ret = uring_undo(base);
+	if (!ret)
+		ret = uring_stuck(base);
 	munmap(base, URING_LEN);
 	close(fd);
 	return ret;

@@ -43,7 +43,11 @@ enum mreg_log_level {
 
 typedef void (*mreg_log_fn)(void *ctx, int level, const char *msg);
 
-/* Route library messages to @fn (NULL: drop them). Not thread-safe. */
+/*
+ * Route library messages to @fn (NULL: drop them).  Not thread-safe: set
+ * it before other threads use mreg.  @fn itself may be called from
+ * several threads at once, mreg's own among them (MREG_REGION_ATTR_THREADS).
+ */
 void mreg_set_log(mreg_log_fn fn, void *ctx);
 /* The last error message of the calling thread ("" if none). */
 const char *mreg_last_error(void);
@@ -270,22 +274,32 @@ enum mreg_access {
  * user: --no-pci --no-huge -m 8 --no-shconf --no-telemetry
  * --iova-mode=va --log-level=error, lcore 0 on the calling thread's CPUs
  * (whose affinity is kept).  It creates DPDK's runtime directory
- * (/var/run/dpdk/rte as root) and leaves no file in it.  That EAL stays for the
- * life of the process, as an EAL cannot be started twice, and loads the PMDs
- * DPDK's packages installed as any DPDK program does; an application that wants
- * its own EAL starts it before the first dpdk domain.
+ * (/var/run/dpdk/rte as root) and leaves no file in it.  That EAL stays
+ * for the life of the process, as an EAL cannot be started twice (nor
+ * again after a failed start: the error stays), with its interrupt
+ * thread, and loads the PMDs DPDK's packages installed as any DPDK
+ * program does; an application that wants its own EAL starts it before
+ * the first dpdk domain, with the same librte_eal.so.23 (an EAL linked
+ * statically or of another version is invisible to mreg).  DPDK's
+ * external memory is per process: a range can be in one dpdk domain at a
+ * time (-EEXIST), and DPDK has 128 memseg lists per process and 256 user
+ * maps per container, one of each per region or piece; VFIO's
+ * dma_entry_limit counts the mappings too.
  *
  * comp_mask says which fields are valid, so the struct can grow; a
  * slot_base or native set without its bit (SLOT_BASE, ADOPT) is -EINVAL.
  */
 struct mreg_domain_attr {
-	uint32_t backend;     /* enum mreg_backend */
-	uint32_t comp_mask;   /* enum mreg_domain_attr_mask: valid fields */
-	const char *device;   /* backend-specific: rdma device, VFIO group */
+	uint32_t backend;   /* enum mreg_backend */
+	uint32_t comp_mask; /* enum mreg_domain_attr_mask: valid fields */
+	/* DEVICE: verbs: RDMA device name; vfio: PCI address or /dev/vfio/N;
+	 * iommufd and dpdk: PCI address bound to vfio-pci. */
+	const char *device;
 	uint32_t max_regions; /* io_uring: buffer table slots (default 64) */
 	uint32_t access;      /* enum mreg_access (default LOCAL_WRITE) */
 	void *native;	      /* ADOPT: io_uring and verbs */
-	int fd;		      /* ADOPT: vfio, iommufd and kmod */
+	int fd;		      /* ADOPT: vfio, iommufd, kmod, dpdk (-1 is
+			       * DPDK's default container: set it, 0 is not) */
 	uint32_t ioas_id;     /* ADOPT: iommufd */
 	uint32_t slot_base;   /* SLOT_BASE: io_uring (default 0) */
 };
@@ -297,14 +311,19 @@ int mreg_domain_open(const struct mreg_domain_attr *attr,
 		     struct mreg_domain **out);
 /* Return: -EBUSY while regions are registered. */
 int mreg_domain_close(struct mreg_domain *domain);
-/* The backend's own handle: struct io_uring *, struct ibv_pd *, ... */
+/*
+ * The backend's own handle: struct io_uring *, struct ibv_pd *, int *
+ * (the VFIO container, iommufd or /dev/mreg fd), struct mreg_dpdk_native *.
+ */
 void *mreg_domain_native(struct mreg_domain *domain);
 
 /*
  * Register the range [addr, addr+len): any bytes for verbs, whole pages
  * (page-aligned addr and len) for the other backends, see struct
- * mreg_region_attr.  The backend's kernel call alone is timed.  On
- * failure nothing stays registered or pinned.
+ * mreg_region_attr.  The backend's kernel call alone is timed (dpdk: its
+ * rte_extmem_register() and DMA map; with THREADS the wall time).  On
+ * failure nothing stays registered or pinned (a piece that cannot even be
+ * undone stays with the domain, which retries at close).
  * Return: 0 or -errno, with a message naming the bad argument.
  */
 int mreg_region_register(struct mreg_domain *domain, void *addr, size_t len,
@@ -312,7 +331,8 @@ int mreg_region_register(struct mreg_domain *domain, void *addr, size_t len,
 enum mreg_region_attr_mask {
 	/* Access of this region instead of the domain's (verbs: the MR's
 	 * access flags; VFIO, iommufd and kmod: the device may write only
-	 * with LOCAL_WRITE or REMOTE_WRITE; io_uring: unused). */
+	 * with LOCAL_WRITE or REMOTE_WRITE; io_uring: unused; dpdk: DPDK
+	 * maps read and write whatever is asked). */
 	MREG_REGION_ATTR_ACCESS = 1u << 0,
 	/* VFIO/iommufd/dpdk: map at iova, which must be free.  dpdk: DPDK
 	 * is told that IOVA, but an EAL running IOVA as VA takes VA for
@@ -352,9 +372,11 @@ enum mreg_region_attr_mask {
  *
  * THREADS (1..MREG_REGION_THREADS_MAX): the pieces are registered on
  * that many threads at once, the caller's among them; mreg starts the
- * others and joins them before returning.  Without PIECE_SIZE the
- * region is cut into one piece per thread (rounded up to 2 MiB, within
- * the backend's limit).  reg_ns is then the wall time of the whole
+ * others and joins them before returning (a region of one piece is
+ * registered on the caller's thread; an io_uring ring made with
+ * IORING_SETUP_SINGLE_ISSUER refuses other threads: -EEXIST).  Without
+ * PIECE_SIZE the region is cut into one piece per thread (rounded up to 2 MiB,
+ * within the backend's limit).  reg_ns is then the wall time of the whole
  * registration, thread start-up included.  Whether it is faster depends
  * on where the kernel serialises (README: "Registration at scale").
  */
@@ -378,13 +400,18 @@ struct mreg_region_attr {
 int mreg_region_register_attr(struct mreg_domain *domain,
 			      const struct mreg_region_attr *attr,
 			      struct mreg_region **out);
-/* Deregister and free @region; *@ns gets the timed kernel call (or NULL). */
+/*
+ * Deregister and free @region; *@ns gets the timed kernel call (or NULL).
+ * A region in pieces whose deregistration fails midway keeps the pieces
+ * not yet undone: call again.
+ */
 int mreg_region_deregister(struct mreg_region *region, uint64_t *ns);
 /*
  * The backend's own handle of @region: struct ibv_mr * for verbs, NULL
  * for the others, whose handle is a number in mreg_region_info (io_uring
- * index, VFIO/iommufd iova, mreg.ko handle in index).  Valid until the
- * region is deregistered.
+ * index, VFIO/iommufd/dpdk iova, mreg.ko handle in index).  A region in
+ * pieces gives its first piece's (see mreg_region_pieces()).  Valid until
+ * the region is deregistered.
  */
 void *mreg_region_native(const struct mreg_region *region);
 
@@ -393,6 +420,8 @@ struct mreg_region_info {
 	uint32_t reserved;
 	uint64_t addr;
 	uint64_t length;
+	/* iova, lkey, rkey and index of a region in pieces are its first
+	 * piece's: see mreg_region_pieces() for the others. */
 	uint64_t iova;	 /* VFIO/iommufd/dpdk: device address */
 	uint64_t reg_ns; /* time of the registering kernel call(s) */
 	uint32_t lkey;	 /* verbs */

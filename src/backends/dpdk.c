@@ -127,15 +127,28 @@ static bool eal_running(void)
 	return rte.rte_eal_iova_mode() != RTE_IOVA_DC;
 }
 
-/* "0@(0-1,3)": lcore 0 on the CPUs the calling thread may run on. */
+/*
+ * "--lcores=0@(0-1,3)": lcore 0 on the CPUs the calling thread may run
+ * on, as ranges, so that any CPU count fits the buffer.
+ */
 static void lcores_arg(char *buf, size_t len, const cpu_set_t *cpus)
 {
 	size_t n = (size_t)snprintf(buf, len, "--lcores=0@(");
-	int cpu;
+	int cpu, last;
 
-	for (cpu = 0; cpu < CPU_SETSIZE && n + 8 < len; cpu++)
-		if (CPU_ISSET(cpu, cpus))
-			n += (size_t)snprintf(buf + n, len - n, "%d,", cpu);
+	for (cpu = 0; cpu < CPU_SETSIZE && n + 16 < len; cpu++) {
+		if (!CPU_ISSET(cpu, cpus))
+			continue;
+		for (last = cpu;
+		     last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, cpus);
+		     last++)
+			;
+		n += (size_t)(last > cpu
+				      ? snprintf(buf + n, len - n, "%d-%d,",
+						 cpu, last)
+				      : snprintf(buf + n, len - n, "%d,", cpu));
+		cpu = last;
+	}
 	if (buf[n - 1] == ',')
 		n--;
 	snprintf(buf + n, len - n, ")");
@@ -472,9 +485,10 @@ static int dpdk_reg(struct mreg_domain *d, struct mreg_region *r)
 	ret = mreg_region_iova(d, &p->iova, r, MREG_VFIO_HUGE_ALIGN, &iova);
 	if (ret && va)
 		return mreg_fail(ret,
-				 "dpdk: IOVA = VA needs the IOMMU to reach "
-				 "0x%llx, user space's 47 bits (a 48-bit "
-				 "IOMMU); otherwise pass MREG_REGION_ATTR_IOVA",
+				 "dpdk: IOVA = VA 0x%llx is taken by another "
+				 "region of the domain, or beyond the IOMMU "
+				 "(user space needs 47 bits: a 48-bit IOMMU); "
+				 "else pass MREG_REGION_ATTR_IOVA",
 				 (unsigned long long)r->info.addr);
 	if (ret)
 		return ret;
