@@ -4,10 +4,10 @@
  * processes and threads, for MREG_SOAK_SECONDS (default 20; 600 in the
  * full kernel test).  One process per path; io_uring, verbs and mreg.ko
  * run two threads each, every thread on its own domain, with buffers of
- * random length and folio-backed or not.  VFIO and iommufd share the one
- * device, which only one container or IOAS can hold, so a single process
- * alternates between them.  At the end every process reports its counts,
- * no call may have failed, and the FOLL_PIN counters are balanced.
+ * random length and folio-backed or not.  VFIO, iommufd and DPDK share
+ * the one device, which only one container or IOAS can hold, so a single
+ * process alternates between them.  At the end every process reports its
+ * counts, no call may have failed, and the FOLL_PIN counters are balanced.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,7 +28,7 @@
 #define THREADS 2
 
 struct worker {
-	const struct t_path *paths; /* one, or VFIO then iommufd */
+	const struct t_path *paths; /* one, or the device paths in turn */
 	int npaths;
 	unsigned int seed;
 	time_t end;
@@ -116,8 +116,12 @@ static void soak_process(const struct t_path *paths, int npaths, int nthreads,
 	pthread_t t[THREADS];
 	uint64_t regs = 0, bytes = 0, opens = 0;
 	long pin_kb = t_status_kb("VmPin"), lock_kb = t_status_kb("VmLck");
+	char names[64] = "";
 	int i, failed = 0;
 
+	for (i = 0; i < npaths; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s%s", i ? "+" : "", paths[i].name);
 	for (i = 0; i < nthreads; i++) {
 		w[i] = (struct worker){.paths = paths,
 				       .npaths = npaths,
@@ -151,11 +155,10 @@ static void soak_process(const struct t_path *paths, int npaths, int nthreads,
 		fprintf(stderr,
 			"test_soak: %s: no registration in %d "
 			"thread(s)\n",
-			npaths > 1 ? "vfio+iommufd" : paths[0].name, nthreads);
+			names, nthreads);
 	printf("  %-16s %d thread(s): %" PRIu64 " registrations, %" PRIu64
 	       " MB, %" PRIu64 " domains opened\n",
-	       npaths > 1 ? "vfio+iommufd" : paths[0].name, nthreads, regs,
-	       bytes >> 20, opens);
+	       names, nthreads, regs, bytes >> 20, opens);
 	_exit(failed || !regs);
 }
 
@@ -172,14 +175,15 @@ static pid_t spawn(const struct t_path *paths, int npaths, int nthreads,
 static int is_device_path(const struct t_path *p)
 {
 	return p->backend == MREG_BACKEND_VFIO ||
-	       p->backend == MREG_BACKEND_IOMMUFD;
+	       p->backend == MREG_BACKEND_IOMMUFD ||
+	       p->backend == MREG_BACKEND_DPDK;
 }
 
 int main(void)
 {
 	const char *env = getenv("MREG_SOAK_SECONDS");
 	long secs = env && *env ? atol(env) : 20;
-	struct t_path paths[T_MAX_PATHS], dev[2];
+	struct t_path paths[T_MAX_PATHS], dev[3];
 	pid_t pids[T_MAX_PATHS];
 	struct t_pins before;
 	int n, i, ndev = 0, nproc = 0, status, ret = T_PASS;

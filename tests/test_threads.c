@@ -85,6 +85,7 @@ static int clashes(const struct mreg_region_info *a,
 		return a->lkey == b->lkey || a->rkey == b->rkey;
 	case MREG_BACKEND_VFIO:
 	case MREG_BACKEND_IOMMUFD:
+	case MREG_BACKEND_DPDK:
 		return overlaps(a->iova, a->length, b->iova, b->length);
 	default:
 		return 0;

@@ -12,12 +12,13 @@
 
 static const enum mreg_backend all_backends[T_MAX_PATHS] = {
 	MREG_BACKEND_IO_URING, MREG_BACKEND_VERBS, MREG_BACKEND_VFIO,
-	MREG_BACKEND_IOMMUFD,  MREG_BACKEND_KMOD,
+	MREG_BACKEND_IOMMUFD,  MREG_BACKEND_KMOD,  MREG_BACKEND_DPDK,
 };
 
 static int needs_device(enum mreg_backend b)
 {
-	return b == MREG_BACKEND_VFIO || b == MREG_BACKEND_IOMMUFD;
+	return b == MREG_BACKEND_VFIO || b == MREG_BACKEND_IOMMUFD ||
+	       b == MREG_BACKEND_DPDK;
 }
 
 int t_paths(struct t_path *paths, int max)

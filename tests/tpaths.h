@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The registration paths this guest offers (io_uring, verbs, VFIO,
- * iommufd, mreg.ko), for the reliability tests that run every one of
+ * iommufd, mreg.ko, DPDK), for the reliability tests that run every one of
  * them the same way, and the per-process counters they check.
  */
 #ifndef MREG_TPATHS_H
@@ -11,12 +11,12 @@
 
 #include <mreg/mreg.h>
 
-#define T_MAX_PATHS 5
+#define T_MAX_PATHS 6
 
 struct t_path {
 	enum mreg_backend backend;
 	const char *name;
-	char device[64]; /* VFIO/iommufd: the PCI address; else "" */
+	char device[64]; /* VFIO/iommufd/DPDK: the PCI address; else "" */
 };
 
 /* Fill @paths with the usable paths; print why each other one is not.
