@@ -28,25 +28,15 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-kernel_out() { echo "$top/build/kernel/$1"; }
-
-# mreg.ko for one of our kernels, built in a DKMS-style copy of kmod/ so
-# the tree's own module (for Debian's kernel) is left alone.
-module_for() {
-	local v=$1 dir=$out/$1/kmod
-	rm -rf "$dir" && mkdir -p "$dir/include/uapi"
-	cp "$top"/kmod/*.[ch] "$top"/kmod/Kbuild "$top"/kmod/Makefile "$dir/"
-	cp "$top/include/uapi/mreg.h" "$dir/include/uapi/"
-	make -s -C "$dir" KDIR="$(kernel_out "$v")" >&2
-	echo "$dir/mreg.ko"
-}
+. "$top/bench/own-kernel.sh"
 
 bench_on() {
-	local v=$1 k
-	k=$(kernel_out "$v")
+	local v=$1
+	mkdir -p "$out/$v"
+	# shellcheck disable=SC2046 # kernel_args is a list of words
 	"$top/bench/guest.sh" "$build" --label "own-$v" --sizes "$sizes" \
-		--big "$big" --reps "$reps" --ko "$(module_for "$v")" \
-		--kernel "$k/bzImage" --modules "$(ls -d "$k"/modules/lib/modules/* | head -n 1)"
+		--big "$big" --reps "$reps" --ko "$(module_for "$v" "$out/$v")" \
+		$(kernel_args "$v")
 }
 
 mkdir -p "$out"

@@ -3,9 +3,12 @@
 # guest, then each path on 1 and 2 threads, then io_uring natively on this
 # host up to 16 GB; bench/scale.py makes the tables (ms/GB, growth per 4x
 # of size, speedup on threads) in OUT/scale.md.
-#   bench/scale.sh BUILD_DIR [--label NAME] [--kernel BZIMAGE --modules DIR]
-#                  [--ko KO|none] [--sizes LIST] [--folios LIST]
+#   bench/scale.sh BUILD_DIR [--own stock|patched|pN] [--label NAME]
+#                  [--kernel BZIMAGE --modules DIR] [--ko KO|none]
+#                  [--sizes LIST] [--folios LIST] [--reps N]
 #                  [--host-sizes LIST] [--no-host] [--no-threads]
+# --own boots one of our kernel/build.sh builds (label own-VARIANT) with
+# mreg.ko built for it; without it, Debian's stock kernel.
 #
 # Clocks: the one-thread guest run counts instructions (icount,
 # bench/tcg-clock.sh), which needs single-threaded TCG; the thread run
@@ -18,12 +21,15 @@ build=$(cd "${1:?usage: bench/scale.sh BUILD_DIR [options]}" && pwd)
 shift
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/tcg-clock.sh"
+. "$top/bench/own-kernel.sh"
 label=stock sizes=256m,1g,4g folios=4k,64k,2m-pmd host_sizes=256m,1g,4g,16g
-ko=auto host=1 threads=1 vm_args=()
+ko=auto host=1 threads=1 reps=3 own="" vm_args=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--label) label=$2; shift 2 ;;
+	--own) own=$2; label=own-$2; shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
 	--ko) ko=$2; shift 2 ;;
 	--sizes) sizes=$2; shift 2 ;;
 	--folios) folios=$2; shift 2 ;;
@@ -36,7 +42,11 @@ done
 out=$build/scale/$label
 mkdir -p "$out"
 
-if [ "$ko" = auto ]; then
+if [ -n "$own" ]; then
+	ko=$(module_for "$own" "$out")
+	# shellcheck disable=SC2207 # kernel_args is a list of words
+	vm_args+=($(kernel_args "$own"))
+elif [ "$ko" = auto ]; then
 	ko=none
 	"$top/kmod/build.sh" build >&2 && ko=$top/kmod/mreg.ko
 fi
@@ -59,10 +69,10 @@ guest_run() {
 		--test-timeout 7000 --timeout 7200 "${vm_args[@]}"
 }
 
-guest_run one "1" 3 "$MREG_TCG_CLOCK"
+guest_run one "1" "$reps" "$MREG_TCG_CLOCK"
 if [ -n "$threads" ]; then
 	MREG_VM_ICOUNT=off MREG_VM_ACCEL=tcg,thread=multi \
-		guest_run threads "1 2" 3 "qemu MTTCG, host clock"
+		guest_run threads "1 2" "$reps" "qemu MTTCG, host clock"
 fi
 if [ -n "$host" ]; then
 	"$build/bench/mreg-bench" -q -p io_uring,io_uring/t2 -f "$folios" \
