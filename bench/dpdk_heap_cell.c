@@ -42,8 +42,17 @@
  * entry per page and memory_remove give them all back, or the cell has no
  * numbers.  DPDK is told the page size mreg's backend tells it, and the
  * IOVAs are VA as there, so the two rows differ in how they map, not in
- * what DPDK knows.  librte_eal is
- * dlopened, as libmreg does, so mreg-bench runs without DPDK installed.
+ * what DPDK knows.  librte_eal is dlopened, as libmreg does, so
+ * mreg-bench runs without DPDK installed.
+ *
+ * Two things weigh on the ratio (stock 6.12 guest, icount clock, 256 MB).
+ * mreg's dpdk row also times its own folio verification: its
+ * extmem_page_size() runs mreg_verify_range() inside the timed span, 522
+ * of its 568 ms at 64 kB folios, 71 of 146 at 4 kB, which is why DPDK's
+ * heap path comes out faster at 16 and 64 kB.  And icount counts glibc's
+ * rep stosb once per byte, so the memset (most of the heap path's 278 ms
+ * at 2 MB PMD-mapped, where it makes 128 maps) weighs far more than on
+ * hardware.
  */
 #include <dirent.h>
 #include <dlfcn.h>
