@@ -384,32 +384,45 @@ static int extmem_failed(const struct mreg_region *r, int err)
 			 why);
 }
 
-/* Register the pages with DPDK, each with its IOVA. */
-static int extmem_register(const struct mreg_region *r, uint64_t iova)
-{
-	uint64_t page_sz = extmem_page_size(r), i;
-	uint64_t n = r->info.length / page_sz;
+/* What rte_extmem_register() is told: the page size, each page's IOVA. */
+struct extmem_pages {
+	uint64_t page_sz;
+	unsigned int n;
 	rte_iova_t *iovas;
-	int ret = 0;
+};
 
+/* Outside the timed call: verifying the folios reads pagemap. */
+static int extmem_prepare(const struct mreg_region *r, uint64_t iova,
+			  struct extmem_pages *pg)
+{
+	uint64_t n, i;
+
+	pg->page_sz = extmem_page_size(r);
+	n = r->info.length / pg->page_sz;
 	if (n > UINT32_MAX)
 		return mreg_fail(-E2BIG,
 				 "dpdk: %llu pages is more than "
 				 "rte_extmem_register takes",
 				 (unsigned long long)n);
-	iovas = malloc(n * sizeof(*iovas));
-	if (!iovas)
+	pg->n = (unsigned int)n;
+	pg->iovas = malloc(n * sizeof(*pg->iovas));
+	if (!pg->iovas)
 		return mreg_fail(-ENOMEM, "dpdk: out of memory");
 	for (i = 0; i < n; i++)
-		iovas[i] = iova + i * page_sz;
+		pg->iovas[i] = iova + i * pg->page_sz;
+	return 0;
+}
+
+static int extmem_register(const struct mreg_region *r,
+			   const struct extmem_pages *pg)
+{
 	rte_errno_clear();
 	if (rte.rte_extmem_register((void *)(uintptr_t)r->info.addr,
-				    r->info.length, iovas, (unsigned int)n,
-				    page_sz))
-		ret = extmem_failed(r,
-				    rte_errno_now() ? -rte_errno_now() : -EIO);
-	free(iovas);
-	return ret;
+				    r->info.length, pg->iovas, pg->n,
+				    pg->page_sz))
+		return extmem_failed(r,
+				     rte_errno_now() ? -rte_errno_now() : -EIO);
+	return 0;
 }
 
 /*
@@ -470,19 +483,19 @@ static int free_iova(struct mreg_domain *d, uint64_t iova, uint64_t len)
 	return ret;
 }
 
-static int dpdk_reg(struct mreg_domain *d, struct mreg_region *r)
+/* IOVA = VA unless the caller picked one. */
+static int dpdk_iova(struct mreg_domain *d, struct mreg_region *r,
+		     uint64_t *iova)
 {
 	struct dpdk_domain *p = d->priv;
 	bool va = !(r->comp_mask & MREG_REGION_ATTR_IOVA);
-	uint64_t t0, iova;
 	int ret;
 
-	/* IOVA = VA unless the caller picked one. */
 	if (va) {
 		r->comp_mask |= MREG_REGION_ATTR_IOVA_VA;
 		r->want_iova = r->info.addr;
 	}
-	ret = mreg_region_iova(d, &p->iova, r, MREG_VFIO_HUGE_ALIGN, &iova);
+	ret = mreg_region_iova(d, &p->iova, r, MREG_VFIO_HUGE_ALIGN, iova);
 	if (ret && va)
 		return mreg_fail(ret,
 				 "dpdk: IOVA = VA 0x%llx is taken by another "
@@ -490,18 +503,34 @@ static int dpdk_reg(struct mreg_domain *d, struct mreg_region *r)
 				 "(user space needs 47 bits: a 48-bit IOMMU); "
 				 "else pass MREG_REGION_ATTR_IOVA",
 				 (unsigned long long)r->info.addr);
+	return ret;
+}
+
+/* Times rte_extmem_register() and the DMA map, DPDK's registration. */
+static int dpdk_reg(struct mreg_domain *d, struct mreg_region *r)
+{
+	struct dpdk_domain *p = d->priv;
+	struct extmem_pages pg = {0};
+	uint64_t t0, iova;
+	int ret;
+
+	ret = dpdk_iova(d, r, &iova);
 	if (ret)
 		return ret;
-	t0 = mreg_now_ns();
-	ret = extmem_register(r, iova);
+	ret = extmem_prepare(r, iova, &pg);
 	if (!ret) {
-		ret = dma_map(p, r, iova);
+		t0 = mreg_now_ns();
+		ret = extmem_register(r, &pg);
+		if (!ret) {
+			ret = dma_map(p, r, iova);
+			if (ret)
+				rte.rte_extmem_unregister(
+					(void *)(uintptr_t)r->info.addr,
+					r->info.length);
+		}
 		r->info.reg_ns = mreg_now_ns() - t0;
-		if (ret)
-			rte.rte_extmem_unregister(
-				(void *)(uintptr_t)r->info.addr,
-				r->info.length);
 	}
+	free(pg.iovas);
 	if (ret) {
 		free_iova(d, iova, r->info.length);
 		return ret;
