@@ -7,6 +7,9 @@
 #                  [--kernel BZIMAGE --modules DIR] [--ko KO|none]
 #                  [--sizes LIST] [--folios LIST] [--reps N]
 #                  [--host-sizes LIST] [--no-host] [--no-threads]
+#                  [--only "dpdk verbs"] [--out-name NAME]
+# --only keeps those paths; --out-name writes OUT/NAME instead of OUT/one,
+# so a rerun of some paths sits beside the first run.
 # --own boots one of our kernel/build.sh builds (label own-VARIANT) with
 # mreg.ko built for it; without it, Debian's stock kernel.
 #
@@ -23,13 +26,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/tcg-clock.sh"
 . "$top/bench/own-kernel.sh"
 label=stock sizes=256m,1g,4g folios=4k,64k,2m-pmd host_sizes=256m,1g,4g,16g
-ko=auto host=1 threads=1 reps=3 own="" vm_args=()
+ko=auto host=1 threads=1 reps=3 own="" only="" one=one vm_args=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--label) label=$2; shift 2 ;;
 	--own) own=$2; label=own-$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
+	--only) only=$2; shift 2 ;;
+	--out-name) one=$2; shift 2 ;;
 	--ko) ko=$2; shift 2 ;;
 	--sizes) sizes=$2; shift 2 ;;
 	--folios) folios=$2; shift 2 ;;
@@ -62,14 +67,14 @@ guest_run() {
 	eal=$(ldconfig -p | awk '/librte_eal\.so\.23 /{ print $NF; exit }')
 	[ -z "$eal" ] || cp "$eal" "$payload/bin/"
 	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"
-	printf 'SIZES=%s\nFOLIOS=%s\nTHREADS="%s"\nREPS=%s\nCLOCK="%s"\n' \
-		"$sizes" "$folios" "$2" "$3" "$4" >"$payload/bin/scale.conf"
+	printf 'SIZES=%s\nFOLIOS=%s\nTHREADS="%s"\nREPS=%s\nCLOCK="%s"\nONLY="%s"\n' \
+		"$sizes" "$folios" "$2" "$3" "$4" "$only" >"$payload/bin/scale.conf"
 	"$top/tests/guest/mreg-vm" run --payload "$payload" --no-builtin \
 		--tests scale --mem 8G --out "$out/$name/vm" \
 		--test-timeout 7000 --timeout 7200 "${vm_args[@]}"
 }
 
-guest_run one "1" "$reps" "$MREG_TCG_CLOCK"
+guest_run "$one" "1" "$reps" "$MREG_TCG_CLOCK"
 if [ -n "$threads" ]; then
 	MREG_VM_ICOUNT=off MREG_VM_ACCEL=tcg,thread=multi \
 		guest_run threads "1 2" "$reps" "qemu MTTCG, host clock"
@@ -80,6 +85,6 @@ if [ -n "$host" ]; then
 		echo "scale.sh: host run failed" >&2
 fi
 /usr/bin/python3 "$top/bench/scale.py" "$out/scale.md" \
-	"guest, one thread, $MREG_TCG_CLOCK=$out/one/vm/results" \
+	"guest, one thread, $MREG_TCG_CLOCK=$out/$one/vm/results" \
 	${threads:+"guest, MTTCG host clock=$out/threads/vm/results"} \
 	${host:+"host, native=$out/host"}
