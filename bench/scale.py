@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Registration at scale: ms/GB per path and size, and the growth per 4x.
 
-Usage: scale.py OUT.md LABEL=DIR [LABEL=DIR ...]
+Usage: scale.py OUT.md LABEL=DIR[:DIR...] [LABEL=DIR ...]
 Each DIR holds results.json files of mreg-bench runs (any depth), e.g.
-the scale/ and threads/ directories bench/scale.sh leaves.  For every
+the scale/ and threads/ directories bench/scale.sh leaves; a later DIR
+of one LABEL replaces the cells it has (a rerun of some paths).  For every
 path and folio size: the median registration time per GB at each size,
 and how much the time grows from one size to the next 4x larger one.  A
 path that is linear in the buffer grows 4.0x; more than 4.4x is marked.
@@ -99,7 +100,11 @@ def main():
     out = [f"# Registration at scale", ""]
     for arg in sys.argv[2:]:
         label, _, root = arg.rpartition("=")
-        cells, kernel = load(root)
+        cells, kernel = {}, None
+        for one in root.split(":"):
+            more, k = load(one)
+            cells.update(more)
+            kernel = kernel or k
         out += growth_table(label, cells, kernel) + [""]
         out += threads_table(label, cells, kernel) + [""]
     text = "\n".join(out)
