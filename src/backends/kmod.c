@@ -113,10 +113,16 @@ static int kmod_reg(struct mreg_domain *d, struct mreg_region *r)
 	ret = ioctl(k->fd, MREG_IOC_PIN, &pin) ? -errno : 0;
 	r->info.reg_ns = mreg_now_ns() - t0;
 	if (ret)
-		return mreg_fail(ret, "kmod: PIN addr 0x%llx len %llu: %s%s",
+		return mreg_fail(ret, "kmod: PIN addr 0x%llx len %llu: %s%s%s",
 				 (unsigned long long)r->info.addr,
 				 (unsigned long long)r->info.length,
-				 strerror(-ret), mreg_reg_hint(ret));
+				 strerror(-ret), mreg_reg_hint(ret),
+				 ret == -ENOMEM ? " (or above mreg.ko's "
+						  "per-file cap: module "
+						  "parameter "
+						  "max_pin_pages_per_file, "
+						  "1 GiB by default)"
+						: "");
 	r->info.index = pin.out_handle;
 	r->info.nr_slices = pin.out_nr_extents;
 	return 0;
