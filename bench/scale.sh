@@ -7,7 +7,7 @@
 #                  [--kernel BZIMAGE --modules DIR] [--ko KO|none]
 #                  [--sizes LIST] [--folios LIST] [--reps N]
 #                  [--host-sizes LIST] [--no-host] [--no-threads]
-#                  [--only "dpdk verbs"] [--out-name NAME]
+#                  [--only "dpdk verbs"] [--out-name NAME] [--threads-only]
 # --only keeps those paths; --out-name writes OUT/NAME instead of OUT/one,
 # so a rerun of some paths sits beside the first run.
 # --own boots one of our kernel/build.sh builds (label own-VARIANT) with
@@ -26,7 +26,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/tcg-clock.sh"
 . "$top/bench/own-kernel.sh"
 label=stock sizes=256m,1g,4g folios=4k,64k,2m-pmd host_sizes=256m,1g,4g,16g
-ko=auto host=1 threads=1 reps=3 own="" only="" one=one vm_args=()
+ko=auto host=1 threads=1 reps=3 own="" only="" one=one one_run=1 vm_args=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -41,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--host-sizes) host_sizes=$2; shift 2 ;;
 	--no-host) host=; shift ;;
 	--no-threads) threads=; shift ;;
+	--threads-only) one_run=; host=; shift ;;
 	*) vm_args+=("$1"); shift ;;
 	esac
 done
@@ -74,7 +75,7 @@ guest_run() {
 		--test-timeout 7000 --timeout 7200 "${vm_args[@]}"
 }
 
-guest_run "$one" "1" "$reps" "$MREG_TCG_CLOCK"
+[ -z "$one_run" ] || guest_run "$one" "1" "$reps" "$MREG_TCG_CLOCK"
 if [ -n "$threads" ]; then
 	MREG_VM_ICOUNT=off MREG_VM_ACCEL=tcg,thread=multi \
 		guest_run threads "1 2" "$reps" "qemu MTTCG, host clock"
@@ -85,6 +86,6 @@ if [ -n "$host" ]; then
 		echo "scale.sh: host run failed" >&2
 fi
 /usr/bin/python3 "$top/bench/scale.py" "$out/scale.md" \
-	"guest, one thread, $MREG_TCG_CLOCK=$out/$one/vm/results" \
+	${one_run:+"guest, one thread, $MREG_TCG_CLOCK=$out/$one/vm/results"} \
 	${threads:+"guest, MTTCG host clock=$out/threads/vm/results"} \
 	${host:+"host, native=$out/host"}
