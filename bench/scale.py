@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Registration at scale: ms/GB per path and size, and the growth per 4x.
 
-Usage: scale.py OUT.md LABEL=DIR[:DIR...] [LABEL=DIR ...]
+Usage: scale.py [--pair] OUT.md LABEL=DIR[:DIR...] [LABEL=DIR ...]
 Each DIR holds results.json files of mreg-bench runs (any depth), e.g.
 the scale/ and threads/ directories bench/scale.sh leaves; a later DIR
 of one LABEL replaces the cells it has (a rerun of some paths).  For every
@@ -10,7 +10,9 @@ and how much the time grows from one size to the next 4x larger one.  A
 path that is linear in the buffer grows 4.0x; more than 4.4x is marked.
 Cells run on several threads (threads > 1) go to a second table, as the
 speedup over the same cell on one thread.  Cells whose folio histogram
-was not verified are marked, never reported as verified.
+was not verified are marked, never reported as verified.  --pair (two
+labels: stock, patched) adds one table of both at the largest size:
+ms/GB, growth over the last 4x, and stock/patched.
 """
 import json
 import pathlib
@@ -94,21 +96,56 @@ def threads_table(label, cells, kernel):
     return lines
 
 
+def growth(cells, key, size):
+    a = cells.get(key + (size // 4,))
+    b = cells.get(key + (size,))
+    return b["value"]["median"] / a["value"]["median"] if a and b else None
+
+
+def pair_table(runs):
+    (la, ca), (lb, cb) = runs
+    size = max(k[3] for k in ca if k[2] == 1)
+    rows = sorted({k[:2] for k in ca if k[2] == 1 and k[3] == size})
+    n = size_name(size)
+    lines = [f"### {la} and {lb} at {n}", "",
+             f"| path | folio | {la} ms/GB | x last 4x | {lb} ms/GB | "
+             f"x last 4x | {la}/{lb} |", "|---|---|---|---|---|---|---|"]
+    for path, folio in rows:
+        a = ca.get((path, folio, 1, size))
+        b = cb.get((path, folio, 1, size))
+        if not a or not b:
+            continue
+        ga = growth(ca, (path, folio, 1), size)
+        gb = growth(cb, (path, folio, 1), size)
+        lines.append(
+            f"| {path} | {folio} | {ms_per_gb(a):.1f}{mark(a)} | "
+            f"{ga:.2f}x | {ms_per_gb(b):.1f}{mark(b)} | {gb:.2f}x | "
+            f"{a['value']['median'] / b['value']['median']:.2f}x |")
+    return lines
+
+
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    pair = args[:1] == ["--pair"]
+    args = args[1:] if pair else args
+    if len(args) < 2:
         sys.exit(__doc__)
-    out = [f"# Registration at scale", ""]
-    for arg in sys.argv[2:]:
+    out = ["# Registration at scale", ""]
+    runs = []
+    for arg in args[1:]:
         label, _, root = arg.rpartition("=")
         cells, kernel = {}, None
         for one in root.split(":"):
             more, k = load(one)
             cells.update(more)
             kernel = kernel or k
+        runs.append((label, cells))
         out += growth_table(label, cells, kernel) + [""]
         out += threads_table(label, cells, kernel) + [""]
+    if pair and len(runs) == 2:
+        out = out[:2] + pair_table(runs) + [""] + out[2:]
     text = "\n".join(out)
-    pathlib.Path(sys.argv[1]).write_text(text)
+    pathlib.Path(args[0]).write_text(text)
     print(text)
 
 
