@@ -45,14 +45,12 @@
  * what DPDK knows.  librte_eal is dlopened, as libmreg does, so
  * mreg-bench runs without DPDK installed.
  *
- * Two things weigh on the ratio (stock 6.12 guest, icount clock, 256 MB).
- * mreg's dpdk row also times its own folio verification: its
- * extmem_page_size() runs mreg_verify_range() inside the timed span, 71
- * of its 146 ms at 4 kB folios, 2015 of 2092 at 16 kB, 512 of 568 at 64
- * kB, which is why DPDK's heap path comes out faster at 16 and 64 kB.
- * And icount counts glibc's rep stosb once per byte: the memset is 271 ms
- * of every heap row (of 278 at 2 MB PMD-mapped, 128 maps), far more than
- * it weighs on hardware.
+ * What weighs on the ratio (stock 6.12 guest, icount clock, 256 MB):
+ * icount counts glibc's rep stosb once per byte, so the memset is 271 ms
+ * of every heap row, all but 7 of its 278 ms at 2 MB PMD-mapped, far more
+ * than it weighs on hardware.  Past the memset DPDK's cost follows its
+ * number of maps: 10x mreg's whole registration at 4 kB pages, 1.8x at 64
+ * kB, 1.1x at 1 MB and up.
  */
 #include <dirent.h>
 #include <dlfcn.h>
