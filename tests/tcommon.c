@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "tcommon.h"
 
 static const char *test_name = "test";
@@ -175,4 +177,20 @@ int t_each_anon_folio(int (*fn)(const struct t_folio *c))
 	for (i = 0; i < n && !ret; i++)
 		ret = fn(&cases[i]);
 	return ret;
+}
+
+int t_read_fixed(struct io_uring *ring, int fd, void *dst, unsigned int len,
+		 int index)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct io_uring_cqe *cqe;
+	int res;
+
+	io_uring_prep_read_fixed(sqe, fd, dst, len, 0, index);
+	io_uring_submit(ring);
+	if (io_uring_wait_cqe(ring, &cqe))
+		return -EIO;
+	res = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return res;
 }

@@ -66,6 +66,13 @@ uint64_t t_pmd_size(void);
 int t_each_anon_folio(int (*fn)(const struct t_folio *c));
 /* Allocate a verified buffer of case @c, @len bytes. Return: 0 or -errno. */
 int t_buf(const struct t_folio *c, uint64_t len, struct mreg_buf **buf);
+struct io_uring;
+/*
+ * One IORING_OP_READ_FIXED of @len bytes from offset 0 of @fd into @dst
+ * through fixed buffer @index, waited for.  Return: the CQE's result.
+ */
+int t_read_fixed(struct io_uring *ring, int fd, void *dst, unsigned int len,
+		 int index);
 /* 4 kB, every offered mTHP size, PMD size PMD- and PTE-mapped. */
 int t_folio_cases(struct t_folio *cases, int max, uint32_t backing);
 

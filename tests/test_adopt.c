@@ -48,17 +48,10 @@ static int pattern_file(void)
 /* READ_FIXED the file into @buf through @index: the result. */
 static int read_fixed(struct io_uring *ring, int fd, char *buf, int index)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-	struct io_uring_cqe *cqe;
 	int res;
 
 	memset(buf, 0, LEN);
-	io_uring_prep_read_fixed(sqe, fd, buf, LEN, 0, index);
-	io_uring_submit(ring);
-	if (io_uring_wait_cqe(ring, &cqe))
-		return -EIO;
-	res = cqe->res;
-	io_uring_cqe_seen(ring, cqe);
+	res = t_read_fixed(ring, fd, buf, LEN, index);
 	return res == (int)LEN && buf[LEN - 1] != 0x5a ? -EIO : res;
 }
 

@@ -40,23 +40,6 @@ static int make_pattern_file(void)
 	return fd;
 }
 
-/* READ_FIXED the pattern into the buffer at @off, through slot @index. */
-static int read_fixed(struct io_uring *ring, int fd, char *dst, int index)
-{
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
-	int res;
-
-	sqe = io_uring_get_sqe(ring);
-	io_uring_prep_read_fixed(sqe, fd, dst, CHUNK, 0, index);
-	io_uring_submit(ring);
-	if (io_uring_wait_cqe(ring, &cqe))
-		return -EIO;
-	res = cqe->res;
-	io_uring_cqe_seen(ring, cqe);
-	return res;
-}
-
 static int check_io(struct mreg_domain *d, struct mreg_region *r, int fd,
 		    char *base)
 {
@@ -69,8 +52,8 @@ static int check_io(struct mreg_domain *d, struct mreg_region *r, int fd,
 	T_CHECK(pread(fd, want, CHUNK, 0) == CHUNK, "pread pattern");
 	for (off = 0; off < BUF_LEN; off += BUF_LEN / 4 + CHUNK) {
 		memset(base + off, 0, CHUNK);
-		res = read_fixed(mreg_domain_native(d), fd, base + off,
-				 (int)info.index);
+		res = t_read_fixed(mreg_domain_native(d), fd, base + off, CHUNK,
+				   (int)info.index);
 		T_CHECK(res == CHUNK, "READ_FIXED at %zu: %d", off, res);
 		T_CHECK(!memcmp(base + off, want, CHUNK),
 			"data mismatch at offset %zu", off);

@@ -108,21 +108,6 @@ static int check_tiling(const struct mreg_region *r,
 	return T_PASS;
 }
 
-static int read_fixed(struct io_uring *ring, int fd, char *dst, int index)
-{
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-	int res;
-
-	io_uring_prep_read_fixed(sqe, fd, dst, CHUNK, 0, index);
-	io_uring_submit(ring);
-	if (io_uring_wait_cqe(ring, &cqe))
-		return -EIO;
-	res = cqe->res;
-	io_uring_cqe_seen(ring, cqe);
-	return res;
-}
-
 /* The file's first CHUNK bytes into both ends of each piece. */
 static int uring_data(struct mreg_domain *d, char *base,
 		      const struct mreg_region_piece *p, size_t nr, int fd)
@@ -138,8 +123,8 @@ static int uring_data(struct mreg_domain *d, char *base,
 			int res;
 
 			memset(dst, 0, CHUNK);
-			res = read_fixed(mreg_domain_native(d), fd, dst,
-					 (int)p[i].index);
+			res = t_read_fixed(mreg_domain_native(d), fd, dst,
+					   CHUNK, (int)p[i].index);
 			T_CHECK(res == CHUNK, "READ_FIXED piece %zu: %d", i,
 				res);
 			T_CHECK(!memcmp(dst, want, CHUNK),
