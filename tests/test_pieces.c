@@ -164,22 +164,35 @@ static int uring_split(struct mreg_domain *d, char *base, int fd,
 	return ret;
 }
 
-/* 7 pieces into 4 slots: the fifth fails, the four made are undone. */
-static int uring_undo(char *base)
+/* A ring of four buffer slots, and a region of 6 or 7 pieces for it. */
+static int open_four_slots(struct mreg_domain **d)
 {
 	struct mreg_domain_attr da = {.backend = MREG_BACKEND_IO_URING,
 				      .comp_mask = MREG_DOMAIN_ATTR_MAX_REGIONS,
 				      .max_regions = 4};
-	struct mreg_region_attr a = {.size = sizeof(a),
-				     .comp_mask = MREG_REGION_ATTR_PIECE_SIZE,
-				     .addr = base,
-				     .length = URING_LEN,
-				     .piece_size = 16 * MIB};
+
+	return mreg_domain_open(&da, d);
+}
+
+static struct mreg_region_attr too_many_pieces(char *base)
+{
+	return (struct mreg_region_attr){
+		.size = sizeof(struct mreg_region_attr),
+		.comp_mask = MREG_REGION_ATTR_PIECE_SIZE,
+		.addr = base,
+		.length = URING_LEN,
+		.piece_size = 16 * MIB};
+}
+
+/* 7 pieces into 4 slots: the fifth fails, the four made are undone. */
+static int uring_undo(char *base)
+{
+	struct mreg_region_attr a = too_many_pieces(base);
 	struct mreg_domain *d;
 	struct mreg_region *r;
 	int ret;
 
-	T_CHECK(!mreg_domain_open(&da, &d), "%s", mreg_last_error());
+	T_CHECK(!open_four_slots(&d), "%s", mreg_last_error());
 	ret = mreg_region_register_attr(d, &a, &r);
 	T_CHECK(ret == -ENOSPC && strstr(mreg_last_error(), "piece"),
 		"out of slots: %d %s", ret, mreg_last_error());
@@ -224,21 +237,14 @@ int io_uring_register_buffers_update_tag(struct io_uring *ring, unsigned off,
  */
 static int uring_stuck(char *base)
 {
-	struct mreg_domain_attr da = {.backend = MREG_BACKEND_IO_URING,
-				      .comp_mask = MREG_DOMAIN_ATTR_MAX_REGIONS,
-				      .max_regions = 4};
-	struct mreg_region_attr a = {.size = sizeof(a),
-				     .comp_mask = MREG_REGION_ATTR_PIECE_SIZE,
-				     .addr = base,
-				     .length = URING_LEN,
-				     .piece_size = 16 * MIB};
+	struct mreg_region_attr a = too_many_pieces(base);
 	struct t_pins before;
 	struct mreg_domain *d;
 	struct mreg_region *r;
 	int ret;
 
 	t_pins_read(&before);
-	T_CHECK(!mreg_domain_open(&da, &d), "%s", mreg_last_error());
+	T_CHECK(!open_four_slots(&d), "%s", mreg_last_error());
 	fail_clears = 1; /* one piece of the unwind refuses */
 	ret = mreg_region_register_attr(d, &a, &r);
 	T_CHECK(ret == -ENOSPC, "out of slots: %d %s", ret, mreg_last_error());
