@@ -66,6 +66,24 @@ static void *map(size_t len, int prot)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/*
+ * Far below where the kernel puts new mappings (top-down from
+ * mmap_base, 1 TiB and more above), and application memory under ASan
+ * and TSan alike: a hole here stays a hole whatever the process maps
+ * meanwhile (stdio buffers, a sanitizer's allocator).
+ */
+#define HOLE_AREA ((char *)0x7e9000000000ul)
+
+/* @len bytes at HOLE_AREA + @off, or anywhere if that is taken. */
+static void *map_far(size_t off, size_t len, int prot)
+{
+	void *p =
+		mmap(HOLE_AREA + off, len, prot,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	return p == MAP_FAILED ? map(len, prot) : p;
+}
+
 /* msync() fails with ENOMEM on any page that is not mapped. */
 static bool unmapped(void *addr, size_t len)
 {
@@ -80,9 +98,9 @@ static bool unmapped(void *addr, size_t len)
 
 static int range_cases(struct mreg_domain *d)
 {
-	char *rw = map(16 * PAGE, PROT_READ | PROT_WRITE);
-	char *none = map(4 * PAGE, PROT_NONE);
-	char *gone = map(4 * PAGE, PROT_READ | PROT_WRITE);
+	char *rw = map_far(0, 16 * PAGE, PROT_READ | PROT_WRITE);
+	char *none = map_far(32 * PAGE, 4 * PAGE, PROT_NONE);
+	char *gone = map_far(64 * PAGE, 4 * PAGE, PROT_READ | PROT_WRITE);
 	int ret = T_PASS;
 	size_t i;
 
@@ -90,7 +108,8 @@ static int range_cases(struct mreg_domain *d)
 	memset(rw, 1, 16 * PAGE);
 	/*
 	 * A hole stays one only while nothing else maps there, and the
-	 * kernel puts a new mapping in the highest gap that fits.  The
+	 * kernel puts a new mapping in the highest gap that fits: hence
+	 * map_far(), and where it cannot, the warm-up below.  The
 	 * first error message allocates the thread's log buffer (under
 	 * TSan, its DTLS block is a fresh mmap), so make that happen before
 	 * the holes exist, and check the holes are still holes after.
