@@ -6,7 +6,10 @@
 # gup_test matrix (kernel/build.sh bench). Writes OUT/compare.{md,png}
 # and OUT/residual.md (each path's time beyond its bare pin).
 #   bench/compare.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N] [--no-build]
-# --no-build uses the kernels kernel/build.sh already left in build/kernel.
+#                    [--only LIST] [--folios LIST] [--out DIR]
+# --no-build uses the kernels kernel/build.sh already left in build/kernel
+# (and leaves out the gup_test matrix); --only and --folios pick cells as in
+# bench/guest.sh; --out writes the tables elsewhere than BUILD_DIR/compare.
 # TCG timings are emulated (and count guest instructions by default, see
 # bench/tcg-clock.sh): the ratios, taken within one run, are the result.
 set -euo pipefail
@@ -16,7 +19,7 @@ shift
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/tcg-clock.sh"
 out=$build/compare
-sizes=256m big=1g reps=5 build_kernels=1
+sizes=256m big=1g reps=5 build_kernels=1 pick=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -24,6 +27,8 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--big) big=$2; shift 2 ;;
 	--no-build) build_kernels=""; shift ;;
+	--only | --folios) pick+=("$1" "$2"); shift 2 ;;
+	--out) out=$2; shift 2 ;;
 	*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -36,6 +41,7 @@ bench_on() {
 	# shellcheck disable=SC2046 # kernel_args is a list of words
 	"$top/bench/guest.sh" "$build" --label "own-$v" --sizes "$sizes" \
 		--big "$big" --reps "$reps" --ko "$(module_for "$v" "$out/$v")" \
+		"${pick[@]}" \
 		$(kernel_args "$v")
 }
 

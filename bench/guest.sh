@@ -5,10 +5,14 @@
 # TCG timings are emulated, and by default count guest instructions
 # (bench/tcg-clock.sh): compare ratios within one run, never absolute times.
 #   bench/guest.sh BUILD_DIR [--sizes 256m] [--big 1g] [--reps N]
-#                  [--ko PATH|none] [--label NAME] [mreg-vm run options...]
+#                  [--ko PATH|none] [--label NAME] [--only LIST]
+#                  [--folios LIST] [mreg-vm run options...]
 # --big adds io_uring-only rows at those sizes (4k, 64k, 1m, 2m folios).
 # Without --ko, mreg.ko is built for the stock kernel (kmod/build.sh); pass
 # one built for another kernel with --ko, or --ko none to leave it out.
+# --only keeps the named cell families (io_uring, verbs, vfio, iommufd,
+# dpdk, dpdk-heap, kmod, kbench, memfd, big, fio; default all), --folios
+# the named folio sizes of the registration matrix.
 set -euo pipefail
 
 build=$(cd "${1:?usage: bench/guest.sh BUILD_DIR [options]}" && pwd)
@@ -16,6 +20,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/tcg-clock.sh"
 sizes=256m big="" reps=9 ko=auto label=stock vm_args=()
+only="" folios=4k,16k,64k,1m,2m-pte,2m-pmd
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -24,6 +29,8 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift 2 ;;
 	--ko) ko=$2; shift 2 ;;
 	--label) label=$2; shift 2 ;;
+	--only) only=$2; shift 2 ;;
+	--folios) folios=$2; shift 2 ;;
 	*) vm_args+=("$1"); shift ;;
 	esac
 done
@@ -43,7 +50,8 @@ make_payload() {
 	[ -z "$eal" ] || cp "$eal" "$payload/bin/"
 	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"
 	cat >"$payload/bin/bench.conf" <<CONF
-FOLIOS=4k,16k,64k,1m,2m-pte,2m-pmd
+FOLIOS=$folios
+ONLY=$only
 FIO_FOLIOS=4k,16k,64k,1m
 SIZES=$sizes
 BIG_SIZES=$big
