@@ -11,7 +11,8 @@
 # Without --ko, mreg.ko is built for the stock kernel (kmod/build.sh); pass
 # one built for another kernel with --ko, or --ko none to leave it out.
 # --only keeps the named cell families (io_uring, verbs, vfio, iommufd,
-# dpdk, dpdk-heap, kmod, kbench, memfd, big, fio; default all), --folios
+# dpdk, dpdk-heap, kmod, kbench, memfd, big, uring-update, fio; default
+# all), --folios
 # the named folio sizes of the registration matrix.
 set -euo pipefail
 
@@ -40,7 +41,8 @@ payload=$out/payload
 make_payload() {
 	rm -rf "$payload"
 	mkdir -p "$payload/bin" "$payload/tests" "$payload/ko"
-	cp "$build/bench/mreg-bench" "$build"/libmreg.so.[0-9] \
+	cp "$build/bench/mreg-bench" "$build/bench/uring-update" \
+		"$build"/libmreg.so.[0-9] \
 		"$here/../tests/vm/devices.sh" "$payload/bin/"
 	cp "$here/guest/bench" "$payload/tests/"
 	# No payload binary links librte_eal (mreg's dpdk backend and the
