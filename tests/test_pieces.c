@@ -535,6 +535,47 @@ static int verbs_region(struct verbs_env *v, char *addr, uint64_t len,
 	return ret;
 }
 
+/*
+ * One MR for the whole range (a kernel whose rxe has no 1 GiB ceiling:
+ * kernel/build.sh test sets MREG_RXE_ONE_MR on its patched kernels), with
+ * RDMA through it at both ends and at eight points between, each one
+ * CHUNK straddling a page and, for large MR pages, an MR page boundary.
+ */
+static int verbs_one_mr(struct verbs_env *v, char *addr, uint64_t len,
+			const char *what)
+{
+	struct mreg_region_attr a = {.size = sizeof(a),
+				     .comp_mask = MREG_REGION_ATTR_PIECE_SIZE,
+				     .addr = addr,
+				     .length = len,
+				     .piece_size = UINT64_C(1) << 50};
+	struct mreg_region_info info = {.size = sizeof(info)};
+	struct mreg_region_piece one;
+	struct mreg_region *r;
+	uint64_t at;
+	int i, ret = T_PASS;
+
+	T_CHECK(!mreg_region_register_attr(v->d, &a, &r), "%s: %s", what,
+		mreg_last_error());
+	mreg_region_query(r, &info);
+	one = (struct mreg_region_piece){.rkey = info.rkey, .length = len};
+	for (i = 0; i <= 9 && !ret; i++) {
+		at = i == 9 ? len - CHUNK : len / 9 * i;
+		if (i && i < 9) /* straddle a 2 MiB boundary of the address */
+			at = (((uintptr_t)addr + at) & ~(uint64_t)(2 * MIB - 1)) -
+			     CHUNK / 2 - (uintptr_t)addr;
+		ret = rdma_both(v, &one, addr + at, (uint64_t)i);
+		if (ret)
+			printf("  verbs: %s: at offset %" PRIu64 "\n", what, at);
+	}
+	if (!ret)
+		printf("  verbs: %s: one MR, %.0f ms, RDMA WRITE+READ at 10 "
+		       "points\n",
+		       what, (double)info.reg_ns / 1e6);
+	T_CHECK(!mreg_region_deregister(r, NULL), "%s", mreg_last_error());
+	return ret;
+}
+
 static int verbs_env_open(struct verbs_env *v)
 {
 	struct mreg_domain_attr da = {.backend = MREG_BACKEND_VERBS,
@@ -601,6 +642,15 @@ static int run_verbs(void)
 				   "600 MiB from one byte into a page");
 	if (!ret)
 		ret = verbs_region(&v, base, len, 2, "the big one again");
+	if (!ret && !getenv("MREG_RXE_ONE_MR"))
+		printf("  verbs: one MR over 1 GiB: not run (rxe in 6.12 cannot "
+		       "take one; MREG_RXE_ONE_MR=1 on a kernel that can)\n");
+	if (!ret && getenv("MREG_RXE_ONE_MR"))
+		ret = verbs_one_mr(&v, base, len, "the whole buffer");
+	if (!ret && getenv("MREG_RXE_ONE_MR"))
+		ret = verbs_one_mr(&v, base + 3 * CHUNK + 1,
+				   1536 * MIB + 12345,
+				   "1.5 GiB from 3 pages and a byte in");
 	verbs_env_close(&v);
 	mreg_buf_free(buf);
 	return ret;
