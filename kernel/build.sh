@@ -203,6 +203,11 @@ cmd_debug() {
 
 # CI check: a clean tree, each patch applied in turn, the objects the
 # series touches rebuilt after every patch, checkpatch --strict on all.
+# The objects of the C files patch $1 changes: each patch must build its own.
+touched_objects() {
+	sed -n 's|^+++ b/\(.*\)\.c$|\1.o|p' "$1"
+}
+
 cmd_check() {
 	install_deps
 	local tree=$OUT/check obj=$OUT/check-obj p n=0 start=$SECONDS
@@ -220,8 +225,10 @@ cmd_check() {
 		n=$((n + 1))
 		log "patch $n: $(basename "$p")"
 		patch -d "$tree" -p1 -s --forward <"$p" || die "$p does not apply"
+		# shellcheck disable=SC2046 # one word per object
 		make -C "$tree" O="$obj" CC="ccache gcc" -j"$JOBS" -s \
-			mm/gup.o io_uring/rsrc.o mm/memory.o ||
+			mm/gup.o io_uring/rsrc.o mm/memory.o \
+			$(touched_objects "$p") ||
 			die "$p does not build"
 		"$tree"/scripts/checkpatch.pl --strict --no-tree -q "$p" ||
 			die "$p: checkpatch --strict"
