@@ -44,6 +44,28 @@ struct stats {
 	double median, min, max, p90;
 };
 
+/* background.c: the kernel's background memory work during a cell */
+enum background_counter {
+	BG_COMPACT_STALL,
+	BG_COMPACT_WAKE,
+	BG_COMPACT_MIGRATE,
+	BG_COMPACT_DAEMON_MIGRATE,
+	BG_PGMIGRATE,
+	BG_THP_COLLAPSE,
+	BG_THP_SPLIT,
+	BG_KSWAPD_SCAN,
+	BG_OTHER_TICKS, /* not vmstat: /proc/stat, less this process */
+	BG_NR
+};
+
+struct background {
+	uint64_t v[BG_NR];
+};
+
+extern const char *const background_names[BG_NR];
+void background_snapshot(struct background *b);
+void background_delta(struct background *b);
+
 struct cell {
 	const struct path_spec *path;
 	const struct folio_spec *folio;
@@ -53,7 +75,8 @@ struct cell {
 	struct stats dereg; /* deregistration ms */
 	struct mreg_folio_hist hist;
 	bool verified;
-	char note[96]; /* why a cell has no numbers */
+	struct background bg; /* what else the kernel did meanwhile */
+	char note[96];	      /* why a cell has no numbers */
 };
 
 struct bench_opts {

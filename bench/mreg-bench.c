@@ -437,12 +437,14 @@ static void run_pair(const struct bench_opts *o, struct cell *cells, int *done,
 		}
 		c->hist = *mreg_buf_hist(buf);
 		c->verified = mreg_buf_verified(buf);
+		background_snapshot(&c->bg);
 		if (c->path->kind == PATH_KBENCH)
 			kbench_cell_run(o, c, buf);
 		else if (c->path->kind == PATH_HEAP)
 			dpdk_heap_cell_run(o, c, buf);
 		else
 			reg_cell_run(o, c, buf);
+		background_delta(&c->bg);
 		recheck_hist(c, buf);
 	}
 	mreg_buf_free(buf);

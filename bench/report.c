@@ -163,6 +163,22 @@ static bool verified_exactly(const struct cell *c)
 	return c->verified && c->hist.method == MREG_VERIFY_EXACT;
 }
 
+/* Only the counters that moved: most cells have none. */
+static void json_background(FILE *f, const struct background *b)
+{
+	int i, first = 1;
+
+	fprintf(f, "\"background\": {");
+	for (i = 0; i < BG_NR; i++) {
+		if (!b->v[i])
+			continue;
+		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ",
+			background_names[i], b->v[i]);
+		first = 0;
+	}
+	fprintf(f, "}");
+}
+
 static void json_cell(FILE *f, const struct cell *c)
 {
 	fprintf(f,
@@ -177,6 +193,8 @@ static void json_cell(FILE *f, const struct cell *c)
 	json_stats(f, "dereg_ms", &c->dereg);
 	fprintf(f, ", ");
 	json_hist(f, &c->hist);
+	fprintf(f, ", ");
+	json_background(f, &c->bg);
 	fprintf(f, ", \"note\": ");
 	json_string(f, c->note);
 	fprintf(f, "}");
