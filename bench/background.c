@@ -9,6 +9,7 @@
  * used (all CPUs' busy time in /proc/stat minus this process's), so such
  * a cell can be told apart from a real difference.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,4 +89,41 @@ void background_delta(struct background *b)
 	background_snapshot(&now);
 	for (i = 0; i < BG_NR; i++)
 		b->v[i] = now.v[i] > b->v[i] ? now.v[i] - b->v[i] : 0;
+}
+
+/*
+ * How many physically contiguous runs back [addr, addr + len): VFIO and
+ * iommufd map a contiguous run with one IOMMU call and rxe's scatterlist
+ * merges it, so the same folio layout can cost different amounts on the
+ * same kernel when the pages came from the allocator in another order.
+ * 0 when the PFNs cannot be read (not root, or no pagemap).
+ */
+uint64_t pfn_runs(const void *addr, size_t len)
+{
+	uint64_t chunk[512], prev = 0, runs = 0;
+	uintptr_t first = (uintptr_t)addr / (uintptr_t)getpagesize();
+	size_t pages = len / (size_t)getpagesize(), done = 0, i, n;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while (done < pages) {
+		n = pages - done < 512 ? pages - done : 512;
+		if (pread(fd, chunk, n * 8, (off_t)((first + done) * 8)) !=
+		    (ssize_t)(n * 8))
+			break;
+		for (i = 0; i < n; i++) {
+			uint64_t pfn = chunk[i] & ((1ull << 55) - 1);
+
+			if (!(chunk[i] >> 63) || !pfn) {
+				close(fd);
+				return 0;
+			}
+			runs += pfn != prev + 1;
+			prev = pfn;
+		}
+		done += n;
+	}
+	close(fd);
+	return done == pages ? runs : 0;
 }

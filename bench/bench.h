@@ -3,6 +3,7 @@
 #define MREG_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <mreg/mreg.h>
@@ -65,6 +66,7 @@ struct background {
 extern const char *const background_names[BG_NR];
 void background_snapshot(struct background *b);
 void background_delta(struct background *b);
+uint64_t pfn_runs(const void *addr, size_t len);
 
 struct cell {
 	const struct path_spec *path;
@@ -76,6 +78,7 @@ struct cell {
 	struct mreg_folio_hist hist;
 	bool verified;
 	struct background bg; /* what else the kernel did meanwhile */
+	uint64_t pfn_runs;    /* physically contiguous runs, 0 = unknown */
 	char note[96];	      /* why a cell has no numbers */
 };
 

@@ -437,6 +437,8 @@ static void run_pair(const struct bench_opts *o, struct cell *cells, int *done,
 		}
 		c->hist = *mreg_buf_hist(buf);
 		c->verified = mreg_buf_verified(buf);
+		c->pfn_runs =
+			pfn_runs(mreg_buf_addr(buf), mreg_buf_length(buf));
 		background_snapshot(&c->bg);
 		if (c->path->kind == PATH_KBENCH)
 			kbench_cell_run(o, c, buf);

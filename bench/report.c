@@ -195,7 +195,7 @@ static void json_cell(FILE *f, const struct cell *c)
 	json_hist(f, &c->hist);
 	fprintf(f, ", ");
 	json_background(f, &c->bg);
-	fprintf(f, ", \"note\": ");
+	fprintf(f, ", \"pfn_runs\": %" PRIu64 ", \"note\": ", c->pfn_runs);
 	json_string(f, c->note);
 	fprintf(f, "}");
 }
