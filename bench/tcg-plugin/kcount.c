@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * kcount: a QEMU 7.2 TCG plugin counting what the guest KERNEL executes:
+ * instructions, locked read-modify-write instructions (atomics) and memory
+ * accesses (every load and store those instructions make). The icount
+ * clock charges an atomic like an add; this count is what it cannot show.
+ *
+ *   qemu-system-x86_64 -icount shift=0,sleep=off \
+ *       -plugin kcount.so,out=PATH,rr=on ...
+ *
+ * out=PATH  file for the mark lines (default: qemu's log, -d plugin)
+ * rr=on     the caller vouches that TCG runs all vCPUs on one thread
+ *           (-icount, or -accel tcg,thread=single); required with -smp > 1
+ * sites=PATH at exit, every kernel address of a locked RMW instruction
+ *           with its execution count ("site=ADDR n=N"), to check what the
+ *           atomics column counts against System.map (boot with nokaslr)
+ *
+ * Whether an instruction counts is decided when qemu translates it: kernel
+ * half addresses only (kcount-decode.h). The guest brackets each timed call
+ * with marks (kcount-mark.h), which may run in user space; at each one a
+ * line "mark=N vcpu=V insns=I atomics=A mem=M" with the running totals goes
+ * to the output, and the host takes differences.
+ *
+ * It is a count, not a cycle model: an atomic, a cache miss, a TLB miss or
+ * a page walk cost nothing extra here; contention, memory ordering fences
+ * (mfence and friends) and the MMU's own page-table reads are not counted;
+ * a REP string instruction counts once per iteration, as qemu executes it.
+ * All vCPUs add to one set of counters, as all of them advance the icount
+ * clock: kernel work of the other vCPU during a cell is in its count.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qemu-plugin-abi.h"
+#include "kcount-decode.h"
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+/*
+ * Plain counters bumped by inline adds. The adds are not atomic and 7.2
+ * has no per-vCPU inline form, so this is exact only when one thread runs
+ * every vCPU: hence rr=on, checked at install.
+ */
+static uint64_t n_insns, n_atomics, n_mem;
+static FILE *out;
+
+/*
+ * sites=: one counter per locked instruction address, in a fixed table so
+ * the inline adds' pointers stay valid; an address seen again (the same
+ * code translated anew) gets its old counter.
+ */
+#define SITES_MAX (1u << 16)
+struct site {
+	uint64_t vaddr;
+	uint64_t n;
+};
+static struct site *sites;
+static uint64_t sites_lost;
+static const char *sites_path;
+
+static void emit(const char *line)
+{
+	if (!out) {
+		qemu_plugin_outs(line);
+		return;
+	}
+	fputs(line, out);
+	/* The host may read the file while qemu still runs. */
+	fflush(out);
+}
+
+static void mark_exec(unsigned int vcpu, void *udata)
+{
+	char line[160];
+
+	snprintf(line, sizeof(line),
+		 "mark=%u vcpu=%u insns=%" PRIu64 " atomics=%" PRIu64
+		 " mem=%" PRIu64 "\n",
+		 (unsigned int)(uintptr_t)udata, vcpu, n_insns, n_atomics,
+		 n_mem);
+	emit(line);
+}
+
+static uint64_t *site_counter(uint64_t vaddr)
+{
+	uint64_t h = (vaddr * 0x9e3779b97f4a7c15ULL) >> 48;
+	uint32_t i, slot;
+
+	for (i = 0; i < SITES_MAX; i++) {
+		slot = (uint32_t)(h + i) & (SITES_MAX - 1);
+		if (sites[slot].vaddr == vaddr)
+			return &sites[slot].n;
+		if (!sites[slot].vaddr) {
+			sites[slot].vaddr = vaddr;
+			return &sites[slot].n;
+		}
+	}
+	return &sites_lost;
+}
+
+static void count_atomic(struct qemu_plugin_insn *insn)
+{
+	qemu_plugin_register_vcpu_insn_exec_inline(
+		insn, QEMU_PLUGIN_INLINE_ADD_U64, &n_atomics, 1);
+	if (sites)
+		qemu_plugin_register_vcpu_insn_exec_inline(
+			insn, QEMU_PLUGIN_INLINE_ADD_U64,
+			site_counter(qemu_plugin_insn_vaddr(insn)), 1);
+}
+
+static void count_kernel_insn(struct qemu_plugin_insn *insn, const uint8_t *b,
+			      size_t len)
+{
+	qemu_plugin_register_vcpu_insn_exec_inline(
+		insn, QEMU_PLUGIN_INLINE_ADD_U64, &n_insns, 1);
+	if (kcount_is_locked_rmw(b, len))
+		count_atomic(insn);
+	qemu_plugin_register_vcpu_mem_inline(insn, QEMU_PLUGIN_MEM_RW,
+					     QEMU_PLUGIN_INLINE_ADD_U64, &n_mem,
+					     1);
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	size_t i, n = qemu_plugin_tb_n_insns(tb), len;
+	struct qemu_plugin_insn *insn;
+	const uint8_t *b;
+	int mark;
+
+	(void)id;
+	for (i = 0; i < n; i++) {
+		insn = qemu_plugin_tb_get_insn(tb, i);
+		b = qemu_plugin_insn_data(insn);
+		len = qemu_plugin_insn_size(insn);
+		mark = kcount_mark(b, len);
+		if (mark >= 0)
+			qemu_plugin_register_vcpu_insn_exec_cb(
+				insn, mark_exec, QEMU_PLUGIN_CB_NO_REGS,
+				(void *)(uintptr_t)mark);
+		if (kcount_is_kernel(qemu_plugin_insn_vaddr(insn)))
+			count_kernel_insn(insn, b, len);
+	}
+}
+
+static void write_sites(void)
+{
+	FILE *f = fopen(sites_path, "w");
+	uint32_t i;
+
+	if (!f) {
+		perror(sites_path);
+		return;
+	}
+	for (i = 0; i < SITES_MAX; i++) {
+		if (sites[i].n)
+			fprintf(f, "site=%" PRIx64 " n=%" PRIu64 "\n",
+				sites[i].vaddr, sites[i].n);
+	}
+	fprintf(f, "lost n=%" PRIu64 "\n", sites_lost);
+	fclose(f);
+}
+
+static void at_exit(qemu_plugin_id_t id, void *udata)
+{
+	char line[160];
+
+	(void)id;
+	(void)udata;
+	snprintf(line, sizeof(line),
+		 "exit insns=%" PRIu64 " atomics=%" PRIu64 " mem=%" PRIu64 "\n",
+		 n_insns, n_atomics, n_mem);
+	emit(line);
+	if (out)
+		fclose(out);
+	out = NULL;
+	if (sites)
+		write_sites();
+}
+
+static int parse_args(int argc, char **argv, const char **path, int *rr)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		if (!strncmp(argv[i], "out=", 4)) {
+			*path = argv[i] + 4;
+		} else if (!strncmp(argv[i], "sites=", 6)) {
+			sites_path = argv[i] + 6;
+		} else if (!strcmp(argv[i], "rr=on")) {
+			*rr = 1;
+		} else {
+			fprintf(stderr, "kcount: unknown argument %s\n",
+				argv[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Multi-threaded TCG would race on the plain counters: refuse it. */
+static int check_threads(const qemu_info_t *info, int rr)
+{
+	if (!info->system_emulation || info->system.max_vcpus <= 1 || rr)
+		return 0;
+	fprintf(stderr,
+		"kcount: %d vCPUs: pass rr=on, and run qemu with -icount or "
+		"-accel tcg,thread=single, or the counts race\n",
+		info->system.max_vcpus);
+	return -1;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
+					   const qemu_info_t *info, int argc,
+					   char **argv)
+{
+	const char *path = NULL;
+	int rr = 0;
+
+	if (strcmp(info->target_name, "x86_64")) {
+		fprintf(stderr, "kcount: x86_64 guests only, not %s\n",
+			info->target_name);
+		return -1;
+	}
+	if (parse_args(argc, argv, &path, &rr) || check_threads(info, rr))
+		return -1;
+	if (path && !(out = fopen(path, "w"))) {
+		perror(path);
+		return -1;
+	}
+	if (sites_path && !(sites = calloc(SITES_MAX, sizeof(*sites)))) {
+		perror("kcount: sites");
+		return -1;
+	}
+	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+	return 0;
+}
