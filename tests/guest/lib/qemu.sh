@@ -120,6 +120,37 @@ qemu_icount_argv() {
 	QEMU_ARGV+=(-icount "shift=$MREG_VM_ICOUNT,sleep=off")
 }
 
+# MREG_VM_PLUGIN_COUNTS=1 loads kcount (bench/tcg-plugin/README.md): it
+# counts the guest kernel's instructions, locked RMW instructions and
+# memory accesses, and writes the running totals at each cell mark a guest
+# program executes to OUT/kcount.txt, beside the 9p results rather than in
+# them (the host pairs the marks with the cells after the guest exits).
+# Its counters are plain adds, exact only when one host thread runs every
+# vCPU: -icount or -accel tcg,thread=single, refused otherwise.
+qemu_plugin_argv() {
+	[ "${MREG_VM_PLUGIN_COUNTS:-0}" = 1 ] || return 0
+	case ${MREG_VM_ICOUNT:-off},$QEMU_ACCEL in
+	off,*thread=single*)
+		log "kcount: counting without -icount: timings follow the host clock" ;;
+	off,*)
+		die "MREG_VM_PLUGIN_COUNTS=1 needs MREG_VM_ICOUNT or single-threaded TCG, not MREG_VM_ACCEL=$QEMU_ACCEL" ;;
+	esac
+	# MREG_VM_PLUGIN_ARGS: more plugin arguments, e.g. sites=PATH.
+	QEMU_ARGV+=(-plugin "$(kcount_plugin),out=$RUN_OUT/kcount.txt,rr=on${MREG_VM_PLUGIN_ARGS:+,$MREG_VM_PLUGIN_ARGS}")
+}
+
+# Built here, on demand, so the harness needs no CMake tree: a missing or
+# older .so is rebuilt from bench/tcg-plugin/.
+kcount_plugin() {
+	local src=$MREG_ROOT/bench/tcg-plugin so=$GUEST_BUILD/tcg-plugin/kcount.so
+	if [ ! -f "$so" ] || [ -n "$(find "$src" -name '*.[ch]' -newer "$so")" ]; then
+		mkdir -p "$(dirname "$so")"
+		cc -std=c11 -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden \
+			-o "$so" "$src/kcount.c" >&2 || die "cannot build $so"
+	fi
+	echo "$so"
+}
+
 qemu_argv() {
 	local initrd=$1 results=$2 iommu=()
 	# Before the PCI devices, as qemu wants it.  48-bit IOVAs as on
@@ -138,6 +169,7 @@ qemu_argv() {
 		-kernel "$RUN_KERNEL" -initrd "$initrd" -append "$(qemu_cmdline)"
 	)
 	qemu_icount_argv
+	qemu_plugin_argv
 	if [ -n "$RUN_SHELL" ]; then
 		QEMU_ARGV+=(-serial mon:stdio) # Ctrl-A X quits, Ctrl-A C: monitor
 	else
