@@ -3,7 +3,7 @@
  * foliobench: time GUP and io_uring buffer registration over a region whose
  * folio layout is set up and verified first, for the stock-vs-patched runs.
  *
- *   foliobench -t TEST -l LAYOUT [-m MB] [-n PAGES] [-r RUNS] [-w]
+ *   foliobench -t TEST -l LAYOUT [-m MB] [-n PAGES] [-r RUNS] [-w] [-c]
  *
  * TEST: fast (get_user_pages_fast), pinfast (pin_user_pages_fast),
  *       longterm (pin_user_pages + FOLL_LONGTERM, the slow path),
@@ -17,6 +17,11 @@
  * Prints one line: the test, the layout, the folio histogram read from
  * /proc/kpageflags, the PMD-mapped size from smaps, and the median, min and
  * max time in microseconds of the RUNS calls.
+ *
+ * -c brackets each timed call with kcount marks (bench/tcg-plugin/) and
+ * ends the cell with one, so the kcount TCG plugin, when qemu loads it,
+ * records the kernel's instructions, atomics and memory accesses per call.
+ * Without the plugin the marks are NOPs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,6 +39,7 @@
 #include <unistd.h>
 
 #include "mm/gup_test.h"
+#include "kcount-mark.h"
 
 #define FOLL_WRITE	0x01
 #define PMD_SZ		(2UL << 20)
@@ -49,7 +55,15 @@ struct opts {
 	unsigned int nr_per_call;
 	int runs;
 	int write;
+	int marks;
 };
+
+/* Around the one kernel call of a run only: setup and timing stay out. */
+#define CALL_MARK(o, n)                  \
+	do {                             \
+		if ((o)->marks)          \
+			KCOUNT_MARK(n);  \
+	} while (0)
 
 static void die(const char *what)
 {
@@ -60,7 +74,7 @@ static void die(const char *what)
 static void usage(void)
 {
 	fprintf(stderr, "usage: foliobench -t fast|pinfast|longterm|gup|uring "
-		"-l 4k|thp|pte [-m MB] [-n PAGES] [-r RUNS] [-w]\n");
+		"-l 4k|thp|pte [-m MB] [-n PAGES] [-r RUNS] [-w] [-c]\n");
 	exit(2);
 }
 
@@ -70,7 +84,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .size = 256UL << 20, .nr_per_call = 512,
 			    .runs = 9 };
-	while ((c = getopt(argc, argv, "t:l:m:n:r:w")) != -1) {
+	while ((c = getopt(argc, argv, "t:l:m:n:r:wc")) != -1) {
 		switch (c) {
 		case 't': o->test = optarg; break;
 		case 'l': o->layout = optarg; break;
@@ -78,6 +92,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'n': o->nr_per_call = strtoul(optarg, NULL, 0); break;
 		case 'r': o->runs = atoi(optarg); break;
 		case 'w': o->write = 1; break;
+		case 'c': o->marks = 1; break;
 		default: usage();
 		}
 	}
@@ -188,8 +203,10 @@ static long run_gup(const struct opts *o, char *p, int fd)
 		.gup_flags = o->write ? FOLL_WRITE : 0,
 	};
 
+	CALL_MARK(o, KCOUNT_MARK_BEGIN);
 	if (ioctl(fd, gup_cmd(o->test), &g))
 		die("gup_test ioctl");
+	CALL_MARK(o, KCOUNT_MARK_END);
 	return g.get_delta_usec;
 }
 
@@ -206,11 +223,15 @@ static long run_uring(const struct opts *o, char *p, int ring)
 {
 	struct iovec iov = { .iov_base = p, .iov_len = o->size };
 	long t0 = now_us(), t;
+	long rc;
 
-	if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
-		    &iov, 1))
-		die("IORING_REGISTER_BUFFERS");
+	CALL_MARK(o, KCOUNT_MARK_BEGIN);
+	rc = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
+		     &iov, 1);
+	CALL_MARK(o, KCOUNT_MARK_END);
 	t = now_us() - t0;
+	if (rc)
+		die("IORING_REGISTER_BUFFERS");
 	if (syscall(__NR_io_uring_register, ring, IORING_UNREGISTER_BUFFERS,
 		    NULL, 0))
 		die("IORING_UNREGISTER_BUFFERS");
@@ -256,6 +277,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < o.runs; i++)
 		t[i] = strcmp(o.test, "uring") ? run_gup(&o, p, fd) :
 						 run_uring(&o, p, fd);
+	CALL_MARK(&o, KCOUNT_MARK_CELL);
 	qsort(t, o.runs, sizeof(t[0]), cmp_long);
 	printf("test=%s layout=%s mb=%lu n=%u write=%d folios=%s pmd_kb=%lu "
 	       "median_us=%ld min_us=%ld max_us=%ld runs=%d\n",
