@@ -16,7 +16,10 @@
 #   kernel/build.sh bench [stock p1 ... patched]
 #                             boot each kernel (default: stock, patched) in
 #                             tests/guest/mreg-vm, run the kbench matrix,
-#                             print a ratio table per step
+#                             print a ratio table per step, with the kernel's
+#                             instructions, atomics and memory accesses per
+#                             page (kcount plugin; MREG_VM_PLUGIN_COUNTS=0
+#                             leaves it out)
 #   kernel/build.sh test [stock patched debug]
 #                             the full kernel test on each kernel: the
 #                             kernel's selftests, the batch-edge tests,
@@ -271,7 +274,8 @@ cmd_selftests() {
 			2>"$OUT/$t.log" || die "cannot build $t, see $OUT/$t.log"
 	done
 	iommufd_selftest "$pay/bin/iommufd"
-	gcc -O2 -Wall -Wextra -static -I"$SRC" -isystem "$OUT/headers/usr/include" \
+	gcc -O2 -Wall -Wextra -static -I"$SRC" -I"$ROOT/bench/tcg-plugin" \
+		-isystem "$OUT/headers/usr/include" \
 		-o "$pay/bin/foliobench" "$KDIR/bench/foliobench.c"
 	gcc -O2 -Wall -Wextra -static -pthread -I"$SRC" \
 		-isystem "$OUT/headers/usr/include" \
@@ -346,6 +350,8 @@ cmd_bench() {
 	local rc=0 v prev="" variants=("$@")
 	[[ ${#variants[@]} -gt 0 ]] || variants=(stock patched)
 	. "$ROOT/bench/tcg-clock.sh"
+	# The icount clock charges an atomic like an add: kcount counts them.
+	export MREG_VM_PLUGIN_COUNTS=${MREG_VM_PLUGIN_COUNTS:-1}
 	cmd_selftests
 	# A failing guest test must not stop the other kernels' runs.
 	for v in "${variants[@]}"; do
@@ -360,6 +366,10 @@ cmd_bench() {
 		fi
 		prev=$v
 	done
+	if [[ ${#variants[@]} -eq 1 ]]; then
+		echo "## ${variants[0]}"
+		python3 "$KDIR/bench/ratio.py" "$OUT/results/${variants[0]}"
+	fi
 	return "$rc"
 }
 
@@ -450,7 +460,7 @@ main() {
 }
 
 usage() {
-	sed -n '2,24p' "${BASH_SOURCE[0]}"
+	sed -n '2,27p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 
