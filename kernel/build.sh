@@ -416,8 +416,9 @@ test_variant() {
 		--kernel "$obj/bzImage" --modules "$mods" --kdir "$obj" \
 		--out "$OUT/results/$v-kmod" || rc=1
 	log "$v: mreg guest suite, the reliability tests with a 10 min soak"
+	# 6G as in ctest's guest_suite: test_pieces' 4 GiB buffers need it.
 	"$ROOT/tests/vm/run.sh" "$ROOT/build" --kernel "$obj/bzImage" \
-		--modules "$mods" --out "$OUT/results/$v-mreg" \
+		--modules "$mods" --out "$OUT/results/$v-mreg" --mem 6G \
 		--append "MREG_SOAK_SECONDS=$SOAK_SECONDS MREG_THREAD_ITERS=$((10000 / slow / slow))$(one_mr "$v")" \
 		--test-timeout $((900 * slow)) --timeout $((2700 * slow)) || rc=1
 	return "$rc"

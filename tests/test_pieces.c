@@ -616,7 +616,7 @@ static int run_verbs(void)
 					    MREG_BUF_SET_POLICY,
 				   .length = len,
 				   .folio_size = t_pmd_size()};
-	long avail = t_status_kb("MemAvailable");
+	long avail = t_meminfo_kb("MemAvailable");
 	struct verbs_env v = {0};
 	struct mreg_buf *buf;
 	char *base;

@@ -98,12 +98,12 @@ int t_path_works(const struct t_path *p)
 	return ret;
 }
 
-long t_status_kb(const char *field)
+static long file_field_kb(const char *path, const char *field)
 {
 	char line[128];
 	size_t n = strlen(field);
 	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "re");
+	FILE *f = fopen(path, "re");
 
 	if (!f)
 		return -1;
@@ -114,6 +114,16 @@ long t_status_kb(const char *field)
 		}
 	fclose(f);
 	return kb;
+}
+
+long t_status_kb(const char *field)
+{
+	return file_field_kb("/proc/self/status", field);
+}
+
+long t_meminfo_kb(const char *field)
+{
+	return file_field_kb("/proc/meminfo", field);
 }
 
 int t_write_file(const char *path, const char *val)

@@ -31,6 +31,8 @@ int t_path_works(const struct t_path *p);
 /* A /proc/self/status field in kB (VmPin: pinned_vm, VmLck: locked_vm),
  * or -1. */
 long t_status_kb(const char *field);
+/* A "Field: N kB" line of /proc/meminfo, in kB; -1 if absent. */
+long t_meminfo_kb(const char *field);
 /* Write @val to a sysfs, procfs or cgroup file. Return: 0 or -errno. */
 int t_write_file(const char *path, const char *val);
 /* Anonymous memory, faulted in (@populate) or not. */
