@@ -42,24 +42,38 @@ ensure_headers() {
 	apt_install gcc
 }
 
+# A private DKMS-style copy per build: two builds for different kernels at
+# once (kernel/build.sh test on stock and patched) cleaned and linked each
+# other's objects in kmod/ itself. The module lands in $MREG_KO_OUT
+# (default kmod/mreg.ko), moved there whole.
+build_copy() {
+	local work
+	mkdir -p "$TOP/build/cache"
+	work=$(mktemp -d "$TOP/build/cache/kmod-build.XXXXXX")
+	mkdir -p "$work/include/uapi"
+	cp "${SOURCES[@]/#/$HERE/}" "$HERE/Makefile" "$work/"
+	cp "$TOP/include/uapi/mreg.h" "$work/include/uapi/"
+	echo "$work"
+}
+
 # W=1 output must be empty of warnings: grep them out of the log and fail.
 build_module() {
-	local logf
+	local logf work out=${MREG_KO_OUT:-$HERE/mreg.ko} rc=0
 	ensure_headers
 	logf=$(mktemp)
-	make -C "$HERE" KDIR="$KDIR" clean >/dev/null
-	if ! nice make -C "$HERE" KDIR="$KDIR" W=1 2>&1 | tee "$logf" >&2; then
-		rm -f "$logf"
+	work=$(build_copy)
+	if ! nice make -C "$work" KDIR="$KDIR" W=1 2>&1 | tee "$logf" >&2; then
 		log "build failed"
-		return 1
-	fi
-	if grep -qiE 'warning:|error:' "$logf"; then
-		rm -f "$logf"
+		rc=1
+	elif grep -qiE 'warning:|error:' "$logf"; then
 		log "build has warnings"
-		return 1
+		rc=1
+	else
+		cp "$work/mreg.ko" "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
+		log "built $out for $KVER"
 	fi
-	rm -f "$logf"
-	log "built $HERE/mreg.ko for $KVER"
+	rm -rf "$logf" "$work"
+	return $rc
 }
 
 # Only scripts/checkpatch.pl and its two data files are taken from the

@@ -113,8 +113,20 @@ run_guest() {
 	"$TOP/tests/guest/mreg-vm" "${args[@]}"
 }
 
+# One run at a time: the module, the test binaries and the payload are
+# built into fixed places under build/kmod, so two runs at once (stock and
+# patched from kernel/build.sh test) would overwrite each other's. The
+# qemu lock mreg-vm takes is another lock, so holding this one while
+# waiting for it cannot deadlock.
+serialize() {
+	mkdir -p "$TOP/build/kmod"
+	exec {RUN_LOCK_FD}>>"$TOP/build/kmod/.run-guest.lock"
+	flock "$RUN_LOCK_FD"
+}
+
 main() {
 	parse "$@"
+	serialize
 	build_module
 	build_tests
 	assemble_payload
