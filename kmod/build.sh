@@ -60,6 +60,8 @@ build_copy() {
 build_module() {
 	local logf work out=${MREG_KO_OUT:-$HERE/mreg.ko} rc=0
 	ensure_headers
+	# make runs in the copy: a relative KDIR must not depend on the cwd.
+	KDIR=$(cd "$KDIR" && pwd)
 	logf=$(mktemp)
 	work=$(build_copy)
 	if ! nice make -C "$work" KDIR="$KDIR" W=1 2>&1 | tee "$logf" >&2; then
