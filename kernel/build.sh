@@ -11,6 +11,9 @@
 #   kernel/build.sh prefix N  the first N patches only  -> build/kernel/pN
 #   kernel/build.sh check     CI: series applies to a clean tree, each patch
 #                             builds its touched objects, checkpatch --strict
+#   kernel/build.sh cross arm64|i386
+#                             the same per-patch build for arm64 with contpte
+#                             and i386 with PAE (not in CI) -> build/kernel/cross-*
 #   kernel/build.sh selftests gup_test, cow, gup_longterm, iommufd, foliobench
 #                             from the same tree -> build/kernel/payload
 #   kernel/build.sh bench [stock p1 ... patched]
@@ -373,6 +376,61 @@ cmd_bench() {
 	return "$rc"
 }
 
+# Cross builds of the series for the configurations FPB_LOCKLESS exists
+# for: arm64 with contpte, i386 with PAE. Like check, on a clean tree of
+# its own, patch by patch, each patch building mm/gup.o and the objects it
+# changes; no checkpatch (check does it). Build only, and not in CI: the
+# toolchain install and prepare take minutes.
+cross_args() {
+	case $1 in
+	arm64) echo "ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- defconfig" ;;
+	i386) echo "ARCH=i386 CROSS_COMPILE= i386_defconfig" ;;
+	*) die "cross: unknown target '$1' (arm64 or i386)" ;;
+	esac
+}
+
+# Objects a target cannot build: rxe needs !HIGHMEM, and i386 PAE is
+# HIGHMEM64G (kernel/config/cross-i386.config).
+cross_objects() {
+	local target=$1 p=$2
+	{ echo mm/gup.o; echo mm/memory.o; touched_objects "$p"; } | sort -u |
+		if [[ $target == i386 ]]; then
+			grep -v '^drivers/infiniband/sw/rxe/'
+		else
+			cat
+		fi
+}
+
+cmd_cross() {
+	local target=${1:-} arch cross defcfg tree obj p n=0 start=$SECONDS
+	[[ -n $target ]] || die "usage: kernel/build.sh cross arm64|i386"
+	read -r arch cross defcfg <<<"$(cross_args "$target")"
+	arch=${arch#ARCH=} cross=${cross#CROSS_COMPILE=}
+	[[ $target != arm64 ]] || DEPS+=(gcc-aarch64-linux-gnu)
+	install_deps
+	tree=$OUT/cross-$target-src obj=$OUT/cross-$target
+	rm -rf "$tree" "$obj"
+	unpack_tree "$tree"
+	mkdir -p "$obj"
+	local mk=(make -C "$tree" O="$obj" ARCH="$arch" CROSS_COMPILE="$cross"
+		  CC="ccache ${cross}gcc" HOSTCC="ccache gcc" -j"$JOBS" -s)
+	"${mk[@]}" "$defcfg" >/dev/null
+	ARCH=$arch "$tree"/scripts/kconfig/merge_config.sh -m -O "$obj" \
+		"$obj/.config" "$KDIR/config/cross-$target.config" >/dev/null
+	"${mk[@]}" olddefconfig >/dev/null
+	verify_config "$obj/.config" "$KDIR/config/cross-$target.config"
+	"${mk[@]}" prepare
+	for p in $(series); do
+		n=$((n + 1))
+		log "$target patch $n: $(basename "$p")"
+		patch -d "$tree" -p1 -s --forward <"$p" || die "$p does not apply"
+		# shellcheck disable=SC2046 # one word per object
+		"${mk[@]}" $(cross_objects "$target" "$p") ||
+			die "$p does not build for $target"
+	done
+	log "cross $target ok: $n patches in $((SECONDS - start)) s"
+}
+
 # The kernel's own tests from this tree, then mreg's two guest suites with
 # mreg.ko built for the kernel under test. Every variant runs even when an
 # earlier one fails; the debug kernel (KASAN, lockdep) is given longer.
@@ -446,8 +504,8 @@ main() {
 		"cmd_$cmd" "$@"
 		return
 	fi
-	if [[ $1 == prefix ]]; then
-		cmd_prefix "${2:-}"
+	if [[ $1 == prefix || $1 == cross ]]; then
+		"cmd_$1" "${2:-}"
 		return
 	fi
 	for cmd in "$@"; do
@@ -461,7 +519,7 @@ main() {
 }
 
 usage() {
-	sed -n '2,27p' "${BASH_SOURCE[0]}"
+	sed -n '2,29p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 
