@@ -72,7 +72,7 @@ build_module() {
 		rc=1
 	else
 		cp "$work/mreg.ko" "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
-		log "built $out for $KVER"
+		log "built $out against $KDIR"
 	fi
 	rm -rf "$logf" "$work"
 	return $rc
