@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Check the harness itself: a test that warns, leaks a pin, times out,
 # crashes the kernel or hangs the guest must come back as a failure, a skip as a
-# skip, and payload binaries, libraries and modules must arrive.  Three
+# skip, and payload binaries, trees, libraries and modules must arrive.  Three
 # boots, each with payload tests from harness-check/.
 set -euo pipefail
 
@@ -34,6 +34,10 @@ build_payload() {
 	make -s -C "$headers" M="$work/ko" modules >&2
 	cp "$work/ko"/mreg_{hello,pinleak}.ko "$p/ko/"
 	gcc -O2 -Wall -o "$p/bin/uring-probe" "$here/harness-check/uring-probe.c" -luring
+	# payload/root: a tree copied as it is, its ELF files with their libs.
+	mkdir -p "$p/root/usr/local/bin" "$p/root/usr/share/mreg-check"
+	cp "$p/bin/uring-probe" "$p/root/usr/local/bin/uring-probe-tree"
+	echo tree-arrived >"$p/root/usr/share/mreg-check/tree.txt"
 	cp "$here"/harness-check/{ok,warn,warn-allowed,skipme,slow,pinleak,panic,hang} "$p/tests/"
 }
 
@@ -61,7 +65,7 @@ log_has() { grep -q "$2" "$work/$1.log"; }
 
 check_verdicts() {
 	boot verdicts 1 --tests "ok warn warn-allowed skipme slow pinleak" --test-timeout 15
-	check "payload bin, libs and ko work" result_is verdicts ok PASS
+	check "payload bin, root tree, libs and ko work" result_is verdicts ok PASS
 	check "ok.json came back over 9p" test -s "$work/verdicts/results/ok/ok.json"
 	check "WARNING in dmesg fails a test that exits 0" result_is verdicts warn FAIL
 	check "a warning listed in dmesg-allow does not fail" result_is verdicts warn-allowed PASS

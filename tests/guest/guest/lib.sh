@@ -33,3 +33,32 @@ builtin_module() {
 
 # Write a JSON result file that comes back to the host in OUT/results.
 result_file() { echo "$MREG_OUT/$1"; }
+
+# Soft-RoCE: rxe0 on the first netdev that takes it (lo, then dummy0).
+# rxe computes its ICRC through the crypto API's "crc32", which is not a
+# modules.dep edge: the generic implementation is loaded first. Skips the
+# test when the kernel has no rxe.
+rxe_up() {
+	local dev
+	load_modules crc32_generic ib_core ib_uverbs rdma_rxe || true
+	[ -d /sys/class/infiniband_verbs ] || skip "kernel has no ib_uverbs"
+	[ -d /sys/class/infiniband/rxe0 ] && return 0
+	for dev in lo dummy0; do
+		rdma link add rxe0 type rxe netdev "$dev" 2>&1 &&
+			echo "rxe0 on $dev" && return 0
+	done
+	skip "rdma link add rxe0 failed on lo and dummy0 (no rxe?)"
+}
+
+# GID 0 is the link-local one, which has no route on lo; the RoCE v2 GID
+# of an IPv4 address (::ffff:a.b.c.d) of the netdev is used instead.
+rxe_gid_index() {
+	local g n
+	for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+		n=${g##*/}
+		grep -q '^0000:0000:0000:0000:0000:ffff:' "$g" 2>/dev/null || continue
+		grep -q 'v2' "/sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$n" 2>/dev/null &&
+			echo "$n" && return 0
+	done
+	return 1
+}

@@ -207,7 +207,18 @@ overlay_payload() {
 	for f in "$RUN_PAYLOAD"/ko/*.ko; do
 		[ -f "$f" ] && put_file "$root" "$f" "/mreg/ko/$(basename "$f")"
 	done
-	return 0
+	overlay_payload_tree "$root" "$base"
+}
+
+# payload/root is a tree copied as it is (an interpreter and its library,
+# say), with the libraries its ELF files need that the base lacks.
+overlay_payload_tree() {
+	local root=$1 base=$2 tree=$RUN_PAYLOAD/root f
+	[ -d "$tree" ] || return 0
+	cp -a "$tree/." "$root/"
+	while IFS= read -r -d '' f; do
+		overlay_libs "$root" "$base" "$f"
+	done < <(find "$tree" -type f \( -name '*.so*' -o -perm -u+x \) -print0)
 }
 
 overlay_libs() {
