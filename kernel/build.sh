@@ -26,6 +26,7 @@
 #   kernel/build.sh test [stock patched debug]
 #                             the full kernel test on each kernel: the
 #                             kernel's selftests, the batch-edge tests,
+#                             rdma-core's and liburing's own tests,
 #                             mreg.ko's suite and mreg's guest suite
 #
 # One source tree serves every variant: each variant has its own O= output
@@ -285,6 +286,18 @@ cmd_selftests() {
 		-o "$pay/bin/batchedge" "$KDIR/tests/batchedge.c"
 	cp "$KDIR"/guest/tests/* "$pay/tests/"
 	log "payload: $pay"
+	subsystem_payload
+}
+
+# The consumers' own suites (rdma-core's pyverbs tests, liburing's
+# registered-buffer tests) in a payload of their own: the interpreter
+# they need stays out of the other boots.
+subsystem_payload() {
+	local pay=$OUT/payload-subsystem
+	mkdir -p "$pay/tests"
+	cp "$KDIR"/guest/tests/{rdma-core,liburing} "$pay/tests/"
+	"$KDIR/tools/subsystem-payload.sh" "$pay" ||
+		die "cannot build the subsystem payload"
 }
 
 # The iommufd selftest of 6.12.117 does not build against 6.12.117's own
@@ -340,7 +353,7 @@ run_guest() {
 	rm -rf "$res"
 	"$vm" run --kernel "$obj/bzImage" \
 		--modules "$(ls -d "$obj"/modules/lib/modules/* | head -1)" \
-		--payload "$OUT/payload" --tests "$tests" --no-builtin \
+		--payload "${PAYLOAD:-$OUT/payload}" --tests "$tests" --no-builtin \
 		--mem "${GUEST_MEM:-3G}" --timeout "${GUEST_TIMEOUT:-3000}" \
 		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$res"
 }
@@ -437,6 +450,7 @@ cmd_cross() {
 # The iommufd selftest gets a boot without the emulated intel-iommu (see
 # the test).
 KERNEL_TESTS="kselftests kselftests-cow batchedge"
+SUBSYSTEM_TESTS="rdma-core liburing"
 # The guest turns name=value on the kernel command line into environment.
 # test_threads' 4 x 10000 pairs on io_uring alone did not end in 12 min
 # on the KASAN kernel under TCG: it runs 4 x 625 there (10000 / slow^2),
@@ -469,6 +483,9 @@ test_variant() {
 		run_guest "$v" "$KERNEL_TESTS" "$v-kernel" || rc=1
 	MREG_VM_IOMMU=off TEST_TIMEOUT=$((600 * slow)) \
 		run_guest "$v" kselftests-iommufd "$v-iommufd" || rc=1
+	log "$v: rdma-core's and liburing's own tests"
+	PAYLOAD=$OUT/payload-subsystem TEST_TIMEOUT=$((1200 * slow)) \
+		run_guest "$v" "$SUBSYSTEM_TESTS" "$v-subsystem" || rc=1
 	log "$v: mreg.ko suite"
 	KMOD_TEST_TIMEOUT=$((300 * slow)) "$ROOT/kmod/tests/run-guest.sh" --race-runs 10 \
 		--kernel "$obj/bzImage" --modules "$mods" --kdir "$obj" \
@@ -487,7 +504,7 @@ summarize_tests() {
 	local v d
 	for v in "$@"; do
 		for d in "$OUT/results/$v-kernel" "$OUT/results/$v-iommufd" \
-			 "$OUT/results/$v-kmod" \
+			 "$OUT/results/$v-subsystem" "$OUT/results/$v-kmod" \
 			 "$OUT/results/$v-mreg"; do
 			[[ -f $d/console.log ]] || continue
 			grep -a '^MREG-RESULT' "$d/console.log" | sed "s/^/$v: /"
@@ -519,7 +536,7 @@ main() {
 }
 
 usage() {
-	sed -n '2,29p' "${BASH_SOURCE[0]}"
+	sed -n '2,30p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 
