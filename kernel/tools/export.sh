@@ -37,19 +37,47 @@ open(p, "w").write(s)
 PY
 }
 
+# A patch's changelog between its "---" and its diffstat is not part of
+# the commit, so git am drops it and format-patch cannot give it back:
+# carry it over from the old patch of the same subject in $1.
+keep_changelogs() {
+	python3 - "$1" "$OUTDIR" <<'PY'
+import pathlib, re, sys
+old_dir, new_dir = map(pathlib.Path, sys.argv[1:3])
+subj = lambda s: re.search(r"^Subject: \[PATCH[^\]]*\] (.*(?:\n .*)*)$", s, re.M).group(1)
+def changelog(s):
+    m = re.search(r"\n---\n(.*?)\n---\n [^\n]+\| +\d+", s, re.S)
+    return m.group(1) if m else None
+old = {}
+for f in old_dir.glob("0[0-9][0-9][1-9]-*.patch"):
+    t = f.read_text()
+    if changelog(t):
+        old[subj(t)] = changelog(t)
+for f in sorted(new_dir.glob("*.patch")):
+    t = f.read_text()
+    if f.name.startswith("0000-") or changelog(t) or subj(t) not in old:
+        continue
+    t = t.replace("\n---\n", "\n---\n" + old[subj(t)] + "\n---\n", 1)
+    f.write_text(t)
+PY
+}
+
 main() {
-	local base p rc=0
+	local base p rc=0 saved
 	TEXT=$(mktemp)
-	trap 'rm -f "$TEXT"' EXIT
+	saved=$(mktemp -d)
+	trap 'rm -rf "$TEXT" "$saved"' EXIT
 	if [ -n "$COVER" ]; then
 		cp "$COVER" "$TEXT"
 	else
 		old_cover_text > "$TEXT"
 	fi
 	base=$(git -C "$DEV" rev-list --max-parents=0 HEAD)
+	cp "$OUTDIR"/*.patch "$saved/" 2>/dev/null || true
 	rm -f "$OUTDIR"/*.patch
 	git -C "$DEV" format-patch -q --cover-letter --no-signature \
 		-o "$OUTDIR" "$base"
+	keep_changelogs "$saved"
 	fill_cover "$TEXT"
 	for p in "$OUTDIR"/*.patch; do
 		"$DEV"/scripts/checkpatch.pl --strict --no-tree -q "$p" || rc=1
