@@ -1002,6 +1002,493 @@ static int case_ksm(void)
 	return r;
 }
 
+/* ---- mixed folio sizes, order-0 pages, holes, neighbours, SIGKILL ---- */
+
+#define THP_SYS		"/sys/kernel/mm/transparent_hugepage/"
+#define KPF_ZERO_PAGE	(1ULL << 24)
+#define MIX_PAGES	1536UL	/* three page tables */
+
+/* The THP knobs a case changes, saved first and written back after. */
+static char thp_saved[24][16];
+static const char * const thp_knobs[] = {
+	"enabled", "hugepages-16kB/enabled", "hugepages-32kB/enabled",
+	"hugepages-64kB/enabled", "hugepages-128kB/enabled",
+	"hugepages-256kB/enabled", "hugepages-512kB/enabled",
+	"hugepages-1024kB/enabled", "hugepages-2048kB/enabled",
+};
+#define NKNOBS	(sizeof(thp_knobs) / sizeof(thp_knobs[0]))
+
+static void thp_save(void)
+{
+	char path[96], buf[128], *a, *b;
+	unsigned int k;
+	int fd;
+	ssize_t n;
+
+	for (k = 0; k < NKNOBS; k++) {
+		thp_saved[k][0] = 0;
+		snprintf(path, sizeof(path), THP_SYS "%s", thp_knobs[k]);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		a = strchr(buf, '[');
+		b = a ? strchr(a, ']') : NULL;
+		if (a && b && b - a - 1 < 16)
+			snprintf(thp_saved[k], 16, "%.*s", (int)(b - a - 1),
+				 a + 1);
+	}
+}
+
+static void thp_restore(void)
+{
+	char path[96];
+	unsigned int k;
+
+	for (k = 0; k < NKNOBS; k++) {
+		snprintf(path, sizeof(path), THP_SYS "%s", thp_knobs[k]);
+		if (thp_saved[k][0])
+			sys_write(path, thp_saved[k]);
+	}
+}
+
+/* Allow anonymous folios of kb kB only (4: none), for MADV_HUGEPAGE VMAs. */
+static int thp_only(unsigned int kb)
+{
+	char path[96], want[32];
+	unsigned int k;
+
+	snprintf(want, sizeof(want), "hugepages-%ukB/enabled", kb);
+	for (k = 1; k < NKNOBS; k++) {
+		snprintf(path, sizeof(path), THP_SYS "%s", thp_knobs[k]);
+		if (thp_saved[k][0])
+			sys_write(path, strcmp(thp_knobs[k], want) ? "never" :
+								    "always");
+	}
+	return sys_write(THP_SYS "enabled", "madvise");
+}
+
+/* What page i of the mixed layout must be: its folio size, 0 for a hole. */
+enum { MIX_HOLE = 0, MIX_ZERO = -1 };
+
+static long mix_expect(unsigned long i)
+{
+	if (i >= 300 && i < 304)
+		return MIX_HOLE;
+	if (i >= 310 && i < 314)
+		return MIX_ZERO;
+	if (i < 256 || (i >= 1280 && i < 1536))
+		return 16;
+	if (i >= 512 && i < 1024)
+		return 512;
+	return 1;
+}
+
+/* Holes unmapped again and zero pages mapped again (a pin fills both). */
+static void mix_reset(char *p)
+{
+	volatile char c;
+	unsigned long i;
+
+	madvise(p + 300 * PG, 4 * PG, MADV_DONTNEED);
+	madvise(p + 310 * PG, 4 * PG, MADV_DONTNEED);
+	for (i = 310; i < 314; i++)
+		c = p[i * PG];
+	(void)c;
+}
+
+/* Page i of the layout holds what it was tagged with, or zeroes. */
+static uint64_t mix_tag(unsigned long i, unsigned int gen)
+{
+	return mix_expect(i) > 0 ? tag(i, gen) : 0;
+}
+
+static int mix_verify(char *p)
+{
+	unsigned long i;
+	uint64_t pfn;
+	long want;
+
+	for (i = 0; i < MIX_PAGES; i++) {
+		want = mix_expect(i);
+		pfn = pfn_of(p + i * PG);
+		if (want == MIX_HOLE ? pfn != 0 :
+		    want == MIX_ZERO ? !(kflags(pfn) & KPF_ZERO_PAGE) :
+		    !pfn || folio_pages(pfn - (pfn % want)) != (unsigned long)want) {
+			printf("  mixed layout: page %lu is pfn %#llx (%lu-page "
+			       "folio), expected %s\n", i,
+			       (unsigned long long)pfn,
+			       pfn ? folio_pages(pfn - (pfn % (want > 0 ? want : 1))) : 0,
+			       want == MIX_HOLE ? "a hole" :
+			       want == MIX_ZERO ? "the zero page" :
+			       want == 1 ? "an order-0 page" :
+			       want == 16 ? "a 64 kB folio" : "a 2 MB folio");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * One VMA over three page tables: 64 kB folios, then order-0 pages with a
+ * hole and zero pages among them; a 2 MB THP mapped by PTEs; order-0 pages,
+ * then 64 kB folios. The page after the layout stays reserved for a
+ * neighbour mapping. NULL if the kernel did not give that layout.
+ */
+static char *mix_alloc(void)
+{
+	unsigned long size = (MIX_PAGES + 1) * PG;
+	char *raw, *p;
+
+	raw = mmap(NULL, size + PMD_SZ, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)raw + PMD_SZ - 1) & ~(PMD_SZ - 1));
+	if (p > raw)
+		munmap(raw, p - raw);
+	munmap(p + size, raw + PMD_SZ - p);
+	madvise(p, MIX_PAGES * PG, MADV_HUGEPAGE);
+	/*
+	 * The 2 MB THP first, while the other two page tables are empty:
+	 * enabling the PMD size wakes khugepaged, which would collapse a
+	 * page table of 64 kB folios into a THP of its own.
+	 */
+	thp_only(2048);
+	tag_range(p + 512 * PG, 512, 512, 0);
+	thp_only(64);
+	tag_range(p, 256, 0, 0);
+	tag_range(p + 1280 * PG, 256, 1280, 0);
+	thp_only(4);
+	tag_range(p + 256 * PG, 256, 256, 0);
+	tag_range(p + 1024 * PG, 256, 1024, 0);
+	madvise(p, MIX_PAGES * PG, MADV_NOHUGEPAGE);
+	/* Part of a PMD changing protection splits the PMD only. */
+	if (mprotect(p + 512 * PG, PG, PROT_READ) ||
+	    mprotect(p + 512 * PG, PG, PROT_READ | PROT_WRITE))
+		goto fail;
+	mix_reset(p);
+	if (!mix_verify(p))
+		return p;
+fail:
+	munmap(p, size);
+	return NULL;
+}
+
+/* Pin pages [off, off + n) of the layout at p: they must carry their tags. */
+static int mix_pin(const char *what, char *p, unsigned long off,
+		   unsigned long n, int write, int fast)
+{
+	uint64_t *exp = calloc(n, 8);
+	unsigned long i;
+	int r;
+
+	for (i = 0; i < n; i++)
+		exp[i] = mix_tag(off + i, 0);
+	mix_reset(p);
+	r = pin_check(what, p + off * PG, n, exp, write, fast);
+	free(exp);
+	return r;
+}
+
+/*
+ * The mapping after page n_ok of the layout stops every GUP there: a pin of
+ * one page more fails as a whole, one get/pin call returns n_ok pages.
+ */
+static int mix_stops(const char *what, char *p, unsigned long n_ok)
+{
+	int r = 0, m;
+
+	for (m = 0; m < 4; m++) {
+		mix_reset(p);
+		r |= pin_refused(what, p, n_ok + 1, m >> 1, m & 1);
+	}
+	mix_reset(p);
+	r |= expect_count(what, p, n_ok + 1, 0, 1, n_ok);
+	mix_reset(p);
+	r |= expect_count(what, p, n_ok + 1, 1, 0, n_ok);
+	return r;
+}
+
+/*
+ * The slow path walks every PTE of a page table under one lock, whatever
+ * the folio sizes, and must stop at each entry that needs a fault or
+ * special handling and go on after it: pins of the whole layout in every
+ * mode by content, PFNs at every boundary against the page tables, exact
+ * counts, the benchmarks; a PROT_NONE page and a VM_IO|VM_PFNMAP mapping
+ * (/dev/mem) right after the layout.
+ */
+static int case_mixed(void)
+{
+	unsigned int ix[] = { 0, 255, 256, 299, 300, 304, 309, 310, 314, 511,
+			      512, 513, 1023, 1024, 1279, 1280, 1534, 1535 };
+	unsigned int nix = sizeof(ix) / sizeof(ix[0]), k;
+	char *p, *nb;
+	int r = 0, m, fd;
+
+	thp_save();
+	p = mix_alloc();
+	if (!p) {
+		thp_restore();
+		printf("  skip: no 64 kB + 2 MB + 4 kB layout\n");
+		return 77;
+	}
+	for (m = 0; m < 4; m++) {
+		r |= mix_pin("mixed layout", p, 0, MIX_PAGES, m >> 1, m & 1);
+		r |= mix_pin("mixed layout, unaligned", p, 3, 1000, m >> 1,
+			     m & 1);
+		r |= mix_pin("mixed layout, one order-0 page", p, 257, 1,
+			     m >> 1, m & 1);
+	}
+	/* DUMP_USER_PAGES_TEST dumps 8 pages a call. */
+	for (m = 0; m < 4; m++)
+		for (k = 0; k < nix; k += GUP_TEST_MAX_PAGES_TO_DUMP) {
+			mix_reset(p);
+			r |= expect_pfns("mixed layout", p, MIX_PAGES, m >> 1,
+					 m & 1, ix + k,
+					 nix - k < GUP_TEST_MAX_PAGES_TO_DUMP ?
+					 nix - k : GUP_TEST_MAX_PAGES_TO_DUMP);
+		}
+	mix_reset(p);
+	r |= expect_count("mixed layout", p, MIX_PAGES, 0, 1, MIX_PAGES);
+	mix_reset(p);
+	r |= bench_all("mixed layout, benchmarks", p, MIX_PAGES, 512, 1);
+	/*
+	 * Writes: a read would pin the zero pages, and FOLL_PIN takes no pin
+	 * on the zero page, which gup_test's benchmarks report as a WARN.
+	 */
+	mix_reset(p);
+	r |= bench_all("mixed layout -n 123", p, MIX_PAGES, 123, 1);
+	if (mprotect(p + (MIX_PAGES - 1) * PG, PG, PROT_NONE))
+		r |= cfail("mprotect PROT_NONE: %s", strerror(errno));
+	else
+		r |= mix_stops("PROT_NONE last page", p, MIX_PAGES - 1);
+	mprotect(p + (MIX_PAGES - 1) * PG, PG, PROT_READ | PROT_WRITE);
+	fd = open("/dev/mem", O_RDONLY);
+	nb = fd < 0 ? MAP_FAILED :
+		mmap(p + MIX_PAGES * PG, PG, PROT_READ, MAP_SHARED | MAP_FIXED,
+		     fd, 0);
+	if (nb == MAP_FAILED) {
+		printf("  no /dev/mem mapping (%s): PFNMAP neighbour not run\n",
+		       strerror(errno));
+	} else {
+		r |= mix_stops("/dev/mem (VM_IO | VM_PFNMAP) neighbour", p,
+			       MIX_PAGES);
+		munmap(nb, PG);
+	}
+	if (fd >= 0)
+		close(fd);
+	munmap(p, (MIX_PAGES + 1) * PG);
+	thp_restore();
+	return r;
+}
+
+/* Pages the parent of case_mixfork() writes after fork(): order-0 ones. */
+static int mixfork_written(unsigned long i)
+{
+	return mix_expect(i) == 1 && (i < 320 || i >= 324);
+}
+
+static void mix_tag_if(char *p, int (*pick)(unsigned long), unsigned int gen)
+{
+	unsigned long i;
+
+	for (i = 0; i < MIX_PAGES; i++)
+		if (mix_expect(i) > 0 && (!pick || pick(i)))
+			tag_page(p + i * PG, tag(i, gen));
+}
+
+static int mixfork_one(int fast)
+{
+	char *p = mix_alloc(), msg[80], c;
+	int go[2], done[2], st, r = 0;
+	uint64_t *exp;
+	unsigned long i;
+	pid_t pid;
+
+	if (!p)
+		return 77;
+	snprintf(msg, sizeof(msg), "mixed layout shared by fork (%s)",
+		 how(0, fast));
+	exp = calloc(MIX_PAGES, 8);
+	if (pipe(go) || pipe(done))
+		return cfail("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		return cfail("fork: %s", strerror(errno));
+	if (!pid) {
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		mix_tag_if(p, NULL, 7);
+		if (write(done[1], "d", 1) != 1 || read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	/* COW copies of the order-0 pages but four; the folios stay shared. */
+	mix_tag_if(p, mixfork_written, 1);
+	for (i = 0; i < MIX_PAGES; i++)
+		exp[i] = mix_expect(i) > 0 ? tag(i, mixfork_written(i)) : 0;
+	mix_reset(p);
+	r = lt_start(p, MIX_PAGES, 0, fast);
+	if (r) {
+		r = cfail("%s: PIN_LONGTERM_TEST_START: %s", msg, strerror(-r));
+		goto out;
+	}
+	if (write(go[1], "g", 1) != 1 || read(done[0], &c, 1) != 1) {
+		r = cfail("%s: child did not write", msg);
+		goto stop;
+	}
+	r = cmp_read(msg, MIX_PAGES, exp);
+	if (r)
+		goto stop;
+	/* The pinned pages are the parent's own: its writes show in them. */
+	mix_tag_if(p, NULL, 2);
+	for (i = 0; i < MIX_PAGES; i++)
+		exp[i] = mix_tag(i, 2);
+	r = cmp_read(msg, MIX_PAGES, exp);
+stop:
+	lt_stop();
+out:
+	if (write(go[1], "x", 1) < 0)
+		r = -1;
+	waitpid(pid, &st, 0);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+	free(exp);
+	munmap(p, (MIX_PAGES + 1) * PG);
+	return r;
+}
+
+/*
+ * The mixed layout shared with a child by fork(), the parent having written
+ * all but four of its order-0 pages since: a read pin of the whole layout
+ * (FOLL_PIN without FOLL_WRITE) must stop at every page still shared, unshare
+ * it and go on, so the child's later writes do not show in the pinned pages
+ * and the parent's do.
+ */
+static int case_mixfork(void)
+{
+	int r, k;
+
+	thp_save();
+	r = mixfork_one(0);
+	if (r != 77) {
+		k = mixfork_one(1);
+		r = k == 77 ? -1 : r | k;
+	}
+	thp_restore();
+	return r;
+}
+
+/* FOLL_PIN pins taken and not yet released, system-wide (/proc/vmstat). */
+static long pins_outstanding(void)
+{
+	char line[128];
+	long acq = -1, rel = -1, v;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "nr_foll_pin_acquired %ld", &v) == 1)
+			acq = v;
+		else if (sscanf(line, "nr_foll_pin_released %ld", &v) == 1)
+			rel = v;
+	}
+	fclose(f);
+	return acq < 0 || rel < 0 ? -1 : acq - rel;
+}
+
+/*
+ * A child pins 512 MB of order-0 pages with FOLL_LONGTERM in one call, over
+ * and over, faulting them in on the first call unless populate. The parent
+ * waits until more than 10000 pins are outstanding, so the child is inside
+ * a call with part of the range pinned, and kills it there.
+ */
+static int kill_one(const char *what, int populate)
+{
+	unsigned long n = 131072, waited;
+	long seen = 0, base = pins_outstanding();
+	struct gup_test g;
+	int st, pfd[2];
+	char *p, c;
+	pid_t pid;
+
+	if (base < 0 || pipe(pfd))
+		return cfail("%s: no nr_foll_pin_* in /proc/vmstat", what);
+	pid = fork();
+	if (pid < 0)
+		return cfail("fork: %s", strerror(errno));
+	if (!pid) {
+		p = mmap(NULL, n * PG, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			_exit(2);
+		madvise(p, n * PG, MADV_NOHUGEPAGE);
+		if (populate)
+			memset(p, 1, n * PG);
+		if (write(pfd[1], "s", 1) != 1)
+			_exit(3);
+		for (;;)
+			gup_call(PIN_LONGTERM_BENCHMARK, p, n, n, FOLL_WRITE,
+				 &g);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &c, 1) != 1) {
+		close(pfd[0]);
+		waitpid(pid, &st, 0);
+		return cfail("%s: the child could not map 512 MB", what);
+	}
+	close(pfd[0]);
+	for (waited = 0; waited < 600000; waited++) {
+		seen = pins_outstanding() - base;
+		if (seen > 10000)
+			break;
+		usleep(100);
+	}
+	kill(pid, SIGKILL);
+	if (seen <= 10000) {
+		waitpid(pid, &st, 0);
+		return cfail("%s: never more than %ld pins outstanding", what,
+			     seen);
+	}
+	for (waited = 0; waited < 1200; waited++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	if (waited == 1200)
+		return cfail("%s: the child did not die within 120 s of SIGKILL",
+			     what);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+		return cfail("%s: the child ended with status %#x, not SIGKILL",
+			     what, st);
+	printf("  %s: killed with about %ld pages pinned, died within %lu.%lu s\n",
+	       what, seen, waited / 10, waited % 10);
+	return 0;
+}
+
+/*
+ * A fatal signal during a long slow-path pin: the task must die of it, and
+ * (the harness checks, after vm.stat_refresh) every page it had pinned is
+ * unpinned.
+ */
+static int case_kill(void)
+{
+	int r;
+
+	thp_save();
+	thp_only(4);
+	r = kill_one("while faulting 512 MB in", 0);
+	r |= kill_one("while walking 512 MB of present PTEs", 1);
+	thp_restore();
+	return r;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1013,6 +1500,9 @@ static const struct {
 	{ "unaligned", case_unaligned },
 	{ "softdirty", case_softdirty },
 	{ "ksm", case_ksm },
+	{ "mixed", case_mixed },
+	{ "mixfork", case_mixfork },
+	{ "kill", case_kill },
 };
 
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
