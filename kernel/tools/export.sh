@@ -63,21 +63,21 @@ PY
 }
 
 main() {
-	local base p rc=0 saved
+	local base p rc=0
 	TEXT=$(mktemp)
-	saved=$(mktemp -d)
-	trap 'rm -rf "$TEXT" "$saved"' EXIT
+	SAVED=$(mktemp -d)
+	trap 'rm -rf "$TEXT" "$SAVED"' EXIT
 	if [ -n "$COVER" ]; then
 		cp "$COVER" "$TEXT"
 	else
 		old_cover_text > "$TEXT"
 	fi
 	base=$(git -C "$DEV" rev-list --max-parents=0 HEAD)
-	cp "$OUTDIR"/*.patch "$saved/" 2>/dev/null || true
+	cp "$OUTDIR"/*.patch "$SAVED/" 2>/dev/null || true
 	rm -f "$OUTDIR"/*.patch
 	git -C "$DEV" format-patch -q --cover-letter --no-signature \
 		-o "$OUTDIR" "$base"
-	keep_changelogs "$saved"
+	keep_changelogs "$SAVED"
 	fill_cover "$TEXT"
 	for p in "$OUTDIR"/*.patch; do
 		"$DEV"/scripts/checkpatch.pl --strict --no-tree -q "$p" || rc=1
