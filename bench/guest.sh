@@ -48,7 +48,10 @@ make_payload() {
 	# No payload binary links librte_eal (mreg's dpdk backend and the
 	# dpdk-heap cells dlopen it): ship it, the harness adds its libraries.
 	local eal
-	eal=$(ldconfig -p | awk '/librte_eal\.so\.23 /{ print $NF; exit }')
+	# awk reads to the end: exiting at the match would leave ldconfig
+	# writing into a closed pipe, and pipefail turns its SIGPIPE into
+	# the script's exit status 141 (seen in a compare.sh run).
+	eal=$(ldconfig -p | awk '/librte_eal\.so\.23 / && !eal { eal = $NF } END { if (eal) print eal }')
 	[ -z "$eal" ] || cp "$eal" "$payload/bin/"
 	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"
 	cat >"$payload/bin/bench.conf" <<CONF

@@ -65,7 +65,8 @@ guest_run() {
 		"$top/tests/vm/devices.sh" "$payload/bin/"
 	cp "$top/bench/guest/scale" "$payload/tests/"
 	# libmreg dlopens librte_eal: ship it, the harness adds its libraries.
-	eal=$(ldconfig -p | awk '/librte_eal\.so\.23 /{ print $NF; exit }')
+	# awk reads to the end, or ldconfig's SIGPIPE fails the pipeline.
+	eal=$(ldconfig -p | awk '/librte_eal\.so\.23 / && !eal { eal = $NF } END { if (eal) print eal }')
 	[ -z "$eal" ] || cp "$eal" "$payload/bin/"
 	[ "$ko" = none ] || cp "$ko" "$payload/ko/mreg.ko"
 	printf 'SIZES=%s\nFOLIOS=%s\nTHREADS="%s"\nREPS=%s\nCLOCK="%s"\nONLY="%s"\n' \
