@@ -294,6 +294,9 @@ cmd_selftests() {
 # they need stays out of the other boots.
 subsystem_payload() {
 	local pay=$OUT/payload-subsystem
+	local DEPS
+	read -ra DEPS <<<"$("$KDIR/tools/subsystem-payload.sh" --deps)"
+	install_deps
 	mkdir -p "$pay/tests"
 	cp "$KDIR"/guest/tests/{rdma-core,liburing} "$pay/tests/"
 	"$KDIR/tools/subsystem-payload.sh" "$pay" ||

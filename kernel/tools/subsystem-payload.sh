@@ -2,6 +2,7 @@
 # The consumers' own test suites, from Debian, into the guest payload:
 #
 #   kernel/tools/subsystem-payload.sh PAYLOAD
+#   kernel/tools/subsystem-payload.sh --deps   the Debian packages it needs
 #
 #   - rdma-core's tests (pyverbs, run_tests.py) from python3-pyverbs, the
 #     same rdma-core release as the host's libibverbs1 that the guest runs,
@@ -23,7 +24,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE=$ROOT/build/cache
-PAY=${1:?usage: subsystem-payload.sh PAYLOAD}
+PAY=${1:?usage: subsystem-payload.sh PAYLOAD | --deps}
 
 # The tests of liburing 2.9 that register buffers: fixed reads and writes
 # (read-write, file-verify, fixed-link, fixed-buf-iter, fixed-buf-merge,
@@ -42,20 +43,17 @@ die() { log "error: $*"; exit 1; }
 
 host_version() { dpkg-query -W -f='${Version}' "$1"; }
 
-# Install only what is missing (python3.11 is Debian's, not a pyenv one).
-DEPS=(libibverbs1 librdmacm1 python3.11 libpython3.11 dpkg-dev rsync
-      gzip)
-install_deps() {
+# Debian's packages this needs (python3.11 is Debian's, not a pyenv one);
+# kernel/build.sh selftests installs them.
+DEPS=(libibverbs1 librdmacm1 python3.11 libpython3.11 dpkg-dev rsync gzip)
+check_deps() {
 	local missing=() p
 	for p in "${DEPS[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q 'install ok installed' || missing+=("$p")
 	done
-	[[ ${#missing[@]} -eq 0 ]] && return 0
-	log "installing ${missing[*]}"
-	apt-get update -qq >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		--no-install-recommends "${missing[@]}" >&2
+	[[ ${#missing[@]} -eq 0 ]] ||
+		die "missing ${missing[*]}: run kernel/build.sh selftests"
 }
 
 # apt-get with a sources list of our own: Debian's deb-src of trixie, its
@@ -138,7 +136,8 @@ python_runtime() {
 }
 
 main() {
-	install_deps
+	[[ $PAY != --deps ]] || { echo "${DEPS[*]}"; return; }
+	check_deps
 	mkdir -p "$PAY/bin"
 	rm -rf "$PAY/root" && mkdir -p "$PAY/root"
 	liburing_tests
