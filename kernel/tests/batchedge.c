@@ -535,6 +535,69 @@ static int case_wrbit(void)
 }
 
 /*
+ * A child forked to share the caller's memory: on go it overwrites its copy
+ * (scribble(arg), in the child), reports, then waits for the end.
+ */
+struct cow_child {
+	pid_t pid;
+	int go[2], done[2];
+};
+
+static int cow_child_start(struct cow_child *cc, void (*scribble)(void *),
+			   void *arg)
+{
+	char c;
+
+	if (pipe(cc->go) || pipe(cc->done))
+		return cfail("pipe: %s", strerror(errno));
+	cc->pid = fork();
+	if (cc->pid < 0)
+		return cfail("fork: %s", strerror(errno));
+	if (!cc->pid) {
+		if (read(cc->go[0], &c, 1) != 1)
+			_exit(1);
+		scribble(arg);
+		if (write(cc->done[1], "d", 1) != 1 || read(cc->go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	return 0;
+}
+
+/* Let the child overwrite its copy; 0 once it has. */
+static int cow_child_scribble(struct cow_child *cc)
+{
+	char c;
+
+	return write(cc->go[1], "g", 1) == 1 && read(cc->done[0], &c, 1) == 1 ?
+		0 : -1;
+}
+
+static int cow_child_end(struct cow_child *cc)
+{
+	int st, r = write(cc->go[1], "x", 1) < 0 ? -1 : 0;
+
+	waitpid(cc->pid, &st, 0);
+	close(cc->go[0]);
+	close(cc->go[1]);
+	close(cc->done[0]);
+	close(cc->done[1]);
+	return r;
+}
+
+struct tag_args {
+	char *p;
+	unsigned long n;
+};
+
+static void child_tags(void *arg)
+{
+	struct tag_args *t = arg;
+
+	tag_range(t->p, t->n, 0, 7);
+}
+
+/*
  * After fork() the folios are shared read-only with a live child. A FOLL_PIN
  * read in the parent must unshare: the pinned pages are the parent's own,
  * so the child's later writes must not show in them and the parent's must.
@@ -544,11 +607,12 @@ static int case_wrbit(void)
 static int fork_one(const char *what, unsigned long skip, unsigned long n,
 		    int wr, int fast, unsigned long cow_page)
 {
-	char *base = alloc_folios(2), *p, msg[120], c;
-	int go[2], done[2], st, r = 0;
+	char *base = alloc_folios(2), *p, msg[120];
+	struct cow_child cc;
+	struct tag_args ta;
 	uint64_t *exp;
 	unsigned long i;
-	pid_t pid;
+	int r = 0;
 
 	/* Fresh folios each time: an unshare leaves 4 kB copies behind. */
 	if (!base)
@@ -556,22 +620,9 @@ static int fork_one(const char *what, unsigned long skip, unsigned long n,
 	p = base + skip * PG;
 	exp = calloc(n, 8);
 	tag_range(p, n, 0, 0);
-	if (pipe(go) || pipe(done))
-		return cfail("pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		return cfail("fork: %s", strerror(errno));
-	if (!pid) {
-		/* Child: wait, then overwrite every page, report, wait. */
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
-		tag_range(p, n, 0, 7);
-		if (write(done[1], "d", 1) != 1)
-			_exit(1);
-		if (read(go[0], &c, 1) < 0)
-			_exit(1);
-		_exit(0);
-	}
+	ta = (struct tag_args){ .p = p, .n = n };
+	if (cow_child_start(&cc, child_tags, &ta))
+		return -1;
 	if (cow_page < n)
 		tag_page(p + cow_page * PG, tag(cow_page, 1));
 	for (i = 0; i < n; i++)
@@ -583,7 +634,7 @@ static int fork_one(const char *what, unsigned long skip, unsigned long n,
 			  strerror(-r));
 		goto out;
 	}
-	if (write(go[1], "g", 1) != 1 || read(done[0], &c, 1) != 1) {
+	if (cow_child_scribble(&cc)) {
 		r = cfail("%s: child did not write", msg);
 		goto stop;
 	}
@@ -598,13 +649,8 @@ static int fork_one(const char *what, unsigned long skip, unsigned long n,
 stop:
 	lt_stop();
 out:
-	if (write(go[1], "x", 1) < 0)
+	if (cow_child_end(&cc))
 		r = -1;
-	waitpid(pid, &st, 0);
-	close(go[0]);
-	close(go[1]);
-	close(done[0]);
-	close(done[1]);
 	free(exp);
 	munmap(base, 2 * nrp * PG);
 	return r;
@@ -1300,32 +1346,26 @@ static void mix_tag_if(char *p, int (*pick)(unsigned long), unsigned int gen)
 			tag_page(p + i * PG, tag(i, gen));
 }
 
+static void mix_child_tags(void *p)
+{
+	mix_tag_if(p, NULL, 7);
+}
+
 static int mixfork_one(int fast)
 {
-	char *p = mix_alloc(), msg[80], c;
-	int go[2], done[2], st, r = 0;
+	char *p = mix_alloc(), msg[80];
+	struct cow_child cc;
 	uint64_t *exp;
 	unsigned long i;
-	pid_t pid;
+	int r = 0;
 
 	if (!p)
 		return 77;
 	snprintf(msg, sizeof(msg), "mixed layout shared by fork (%s)",
 		 how(0, fast));
 	exp = calloc(MIX_PAGES, 8);
-	if (pipe(go) || pipe(done))
-		return cfail("pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		return cfail("fork: %s", strerror(errno));
-	if (!pid) {
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
-		mix_tag_if(p, NULL, 7);
-		if (write(done[1], "d", 1) != 1 || read(go[0], &c, 1) < 0)
-			_exit(1);
-		_exit(0);
-	}
+	if (cow_child_start(&cc, mix_child_tags, p))
+		return -1;
 	/* COW copies of the order-0 pages but four; the folios stay shared. */
 	mix_tag_if(p, mixfork_written, 1);
 	for (i = 0; i < MIX_PAGES; i++)
@@ -1336,7 +1376,7 @@ static int mixfork_one(int fast)
 		r = cfail("%s: PIN_LONGTERM_TEST_START: %s", msg, strerror(-r));
 		goto out;
 	}
-	if (write(go[1], "g", 1) != 1 || read(done[0], &c, 1) != 1) {
+	if (cow_child_scribble(&cc)) {
 		r = cfail("%s: child did not write", msg);
 		goto stop;
 	}
@@ -1351,13 +1391,8 @@ static int mixfork_one(int fast)
 stop:
 	lt_stop();
 out:
-	if (write(go[1], "x", 1) < 0)
+	if (cow_child_end(&cc))
 		r = -1;
-	waitpid(pid, &st, 0);
-	close(go[0]);
-	close(go[1]);
-	close(done[0]);
-	close(done[1]);
 	free(exp);
 	munmap(p, (MIX_PAGES + 1) * PG);
 	return r;
