@@ -41,10 +41,15 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KDIR=$ROOT/kernel
 OUT=$ROOT/build/kernel
 SRC=$OUT/src
-TARBALL=/usr/src/linux-source-6.12.tar.xz
+# The source is pinned to the exact Debian upload, as the stock guest
+# kernel is (tests/guest/lib/kernel.sh): the archive's linux-source-6.12
+# moves with every point release (6.12.118 on 2026-12-02), and the series
+# and every stock-vs-patched figure are against 6.12.117.
+SRC_DEB=linux-source-6.12=6.12.117-1~deb12u1
+TARBALL=$OUT/linux-source-$KVER.tar.xz
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/mreg/ccache}
 JOBS=${JOBS:-$(nproc)}
-DEPS=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
+DEPS=(build-essential bc bison flex libelf-dev libssl-dev
       ccache cpio kmod rsync xz-utils git python3)
 
 log() { printf '[kernel] %s\n' "$*" >&2; }
@@ -67,8 +72,25 @@ install_deps() {
 
 # Unpack into $1 (a fresh directory) and check the version we get is the
 # one the series is written against.
+# The pinned source tarball, from the .deb that kmod/build.sh caches too.
+source_tarball() {
+	local debs=$ROOT/build/cache/debs deb
+	[[ -f $TARBALL ]] && return 0
+	mkdir -p "$debs" "$OUT"
+	deb=$(compgen -G "$debs/linux-source-6.12_$KVER-*.deb" | head -n1 || true)
+	if [[ -z $deb ]]; then
+		(cd "$debs" && { apt-get download -q "$SRC_DEB" ||
+			{ apt-get update -qq && apt-get download -q "$SRC_DEB"; }; }) >&2
+		deb=$(compgen -G "$debs/linux-source-6.12_$KVER-*.deb" | head -n1)
+	fi
+	dpkg-deb --fsys-tarfile "$deb" |
+		tar -xO ./usr/src/linux-source-6.12.tar.xz >"$TARBALL.tmp"
+	mv "$TARBALL.tmp" "$TARBALL"
+}
+
 unpack_tree() {
 	local dest=$1 ver
+	source_tarball
 	mkdir -p "$dest"
 	tar -C "$dest" --strip-components=1 -xJf "$TARBALL"
 	ver=$(make -s -C "$dest" kernelversion)

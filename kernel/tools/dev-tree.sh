@@ -8,11 +8,11 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DEV=${1:-$ROOT/build/kernel/dev}
-TARBALL=/usr/src/linux-source-6.12.tar.xz
+TARBALL=$ROOT/build/kernel/linux-source-6.12.117.tar.xz
 
 die() { echo "[dev-tree] $*" >&2; exit 1; }
 
-# The tarball comes from the Debian package that kernel/build.sh installs.
+# The pinned tarball that kernel/build.sh extracts from its Debian package.
 unpack() {
 	[ -e "$DEV" ] && die "$DEV exists; remove it or pass another directory"
 	[ -f "$TARBALL" ] || die "$TARBALL missing: run kernel/build.sh source"
