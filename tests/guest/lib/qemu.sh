@@ -243,7 +243,9 @@ run_cmd() {
 	local initrd
 	run_parse_args "$@"
 	qemu_available
-	RUN_OUT=$(readlink -f "${RUN_OUT:-$(run_default_out)}")
+	# -m: the default build/guest/out/<stamp> does not exist yet on a
+	# fresh clone, and plain -f fails (empty) when its parent is missing.
+	RUN_OUT=$(readlink -m "${RUN_OUT:-$(run_default_out)}")
 	mkdir -p "$RUN_OUT"
 	rm -rf "$RUN_OUT/results" && mkdir -p "$RUN_OUT/results"
 	initrd=$(initramfs_build)
