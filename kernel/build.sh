@@ -14,6 +14,11 @@
 #   kernel/build.sh cross arm64|i386
 #                             the same per-patch build for arm64 with contpte
 #                             and i386 with PAE (not in CI) -> build/kernel/cross-*
+#   kernel/build.sh arm64 [stock patched]
+#                             a small arm64 kernel (contpte) of each, booted
+#                             under qemu-system-aarch64: batchedge, the
+#                             gup_test matrix, kbench (not in CI; see
+#                             kernel/tools/arm64.sh) -> build/kernel/arm64-*
 #   kernel/build.sh selftests gup_test, cow, gup_longterm, iommufd, foliobench
 #                             from the same tree -> build/kernel/payload
 #   kernel/build.sh bench [stock p1 ... patched]
@@ -469,6 +474,12 @@ cmd_cross() {
 	log "cross $target ok: $n patches in $((SECONDS - start)) s"
 }
 
+cmd_arm64() {
+	# shellcheck source=kernel/tools/arm64.sh
+	. "$KDIR/tools/arm64.sh"
+	arm64_main "$@"
+}
+
 # The kernel's own tests from this tree, then mreg's two guest suites with
 # mreg.ko built for the kernel under test. Every variant runs even when an
 # earlier one fails; the debug kernel (KASAN, lockdep) is given longer.
@@ -540,7 +551,7 @@ summarize_tests() {
 main() {
 	local cmd
 	[[ $# -gt 0 ]] || usage
-	if [[ $1 == test || $1 == bench ]]; then
+	if [[ $1 == test || $1 == bench || $1 == arm64 ]]; then
 		cmd=$1
 		shift
 		"cmd_$cmd" "$@"
