@@ -18,7 +18,7 @@ SRC_PKG=linux-source-6.12
 SRC_VER=${SRC_VER:-6.12.117-1~deb12u1}
 CACHE=$TOP/build/cache
 CP_DIR=$CACHE/kmod-src/$SRC_PKG
-SOURCES=(mreg_main.c mreg_file.c mreg_bench.c mreg_pin.c mreg_account.c
+SOURCES=(mreg_main.c mreg_file.c mreg_bench.c mreg_pin.c mreg_account.c mreg_watch.c
 	 mreg_priv.h Kbuild)
 
 log() { echo "kmod/build.sh: $*" >&2; }

@@ -24,6 +24,9 @@ union mreg_ucmd_buffer {
 	struct mreg_query query;
 	struct mreg_unpin unpin;
 	struct mreg_read read;
+	struct mreg_watch watch;
+	struct mreg_unwatch unwatch;
+	struct mreg_watch_info watch_info;
 };
 
 /**
@@ -106,6 +109,25 @@ static int mreg_ioc_read(struct mreg_ucmd *ucmd)
 	return mreg_read(ucmd->mf, ucmd->cmd);
 }
 
+static int mreg_ioc_watch(struct mreg_ucmd *ucmd)
+{
+	return mreg_watch(ucmd);
+}
+
+static int mreg_ioc_unwatch(struct mreg_ucmd *ucmd)
+{
+	struct mreg_unwatch *uw = ucmd->cmd;
+
+	if (uw->flags || uw->__reserved)
+		return -EINVAL;
+	return mreg_unwatch_id(&ucmd->mf->watch, uw->id);
+}
+
+static int mreg_ioc_watch_info(struct mreg_ucmd *ucmd)
+{
+	return mreg_watch_info(ucmd);
+}
+
 /* In MREG_CMD_* order; mreg_fops_ioctl() checks ioctl_num. */
 #define MREG_IOCTL_OP(_ioctl, _fn, _struct, _last)			\
 	{								\
@@ -131,6 +153,12 @@ static const struct mreg_ioctl_op mreg_ioctl_ops[] = {
 	MREG_IOCTL_OP(MREG_IOC_UNPIN, mreg_ioc_unpin, struct mreg_unpin,
 		      __reserved),
 	MREG_IOCTL_OP(MREG_IOC_READ, mreg_ioc_read, struct mreg_read, dst),
+	MREG_IOCTL_OP(MREG_IOC_WATCH, mreg_ioc_watch, struct mreg_watch,
+		      out_generation),
+	MREG_IOCTL_OP(MREG_IOC_UNWATCH, mreg_ioc_unwatch, struct mreg_unwatch,
+		      __reserved),
+	MREG_IOCTL_OP(MREG_IOC_WATCH_INFO, mreg_ioc_watch_info,
+		      struct mreg_watch_info, events),
 };
 
 static long mreg_fops_ioctl(struct file *filp, unsigned int cmd,
@@ -173,6 +201,7 @@ static int mreg_fops_open(struct inode *inode, struct file *filp)
 	mutex_init(&mf->lock);
 	atomic64_set(&mf->pinned_pages, 0);
 	mf->max_pages = READ_ONCE(mreg_max_pin_pages_per_file);
+	mreg_watch_set_init(&mf->watch);
 	filp->private_data = mf;
 	return nonseekable_open(inode, filp);
 }
@@ -181,6 +210,7 @@ static int mreg_fops_release(struct inode *inode, struct file *filp)
 {
 	struct mreg_file *mf = filp->private_data;
 
+	mreg_watch_set_release(&mf->watch);
 	mreg_pin_release_all(mf);
 	xa_destroy(&mf->pins);
 	mutex_destroy(&mf->lock);
@@ -188,10 +218,38 @@ static int mreg_fops_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/* Events of the file's watches: struct mreg_watch_event records. */
+static ssize_t mreg_fops_read(struct file *filp, char __user *buf,
+			      size_t count, loff_t *ppos)
+{
+	struct mreg_file *mf = filp->private_data;
+
+	return mreg_watch_read(&mf->watch, buf, count,
+			       filp->f_flags & O_NONBLOCK);
+}
+
+static __poll_t mreg_fops_poll(struct file *filp, poll_table *wait)
+{
+	struct mreg_file *mf = filp->private_data;
+
+	return mreg_watch_poll(&mf->watch, filp, wait);
+}
+
+/* The generation array of the file's watches, read-only. */
+static int mreg_fops_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct mreg_file *mf = filp->private_data;
+
+	return mreg_watch_mmap(&mf->watch, vma);
+}
+
 const struct file_operations mreg_fops = {
 	.owner = THIS_MODULE,
 	.open = mreg_fops_open,
 	.release = mreg_fops_release,
+	.read = mreg_fops_read,
+	.poll = mreg_fops_poll,
+	.mmap = mreg_fops_mmap,
 	.unlocked_ioctl = mreg_fops_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,

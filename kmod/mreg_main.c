@@ -52,6 +52,38 @@ module_param_cb(max_pin_pages_per_file, &mreg_param_max_ops,
 MODULE_PARM_DESC(max_pin_pages_per_file,
 		 "Cap on pages pinned through one open file, 1..RAM pages (default 262144)");
 
+/*
+ * Watches per open file: each costs a slot of the generation array
+ * (8 bytes, allocated whole at first use: 128 KiB by default) and ~100
+ * bytes, all charged to the caller's memory cgroup.
+ */
+unsigned int mreg_max_watches_per_file = 16383;
+
+static int mreg_param_set_max_watches(const char *val,
+				      const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > (1U << 20) - 1)
+		return -EINVAL;
+	WRITE_ONCE(mreg_max_watches_per_file, n);
+	return 0;
+}
+
+static const struct kernel_param_ops mreg_param_max_watches_ops = {
+	.set = mreg_param_set_max_watches,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_watches_per_file, &mreg_param_max_watches_ops,
+		&mreg_max_watches_per_file, 0644);
+MODULE_PARM_DESC(max_watches_per_file,
+		 "Cap on watches of one open file, 1..1048575 (default 16383); read at its first WATCH or mmap");
+
 static struct miscdevice mreg_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "mreg",
@@ -78,7 +110,7 @@ static void __exit mreg_exit(void)
 module_init(mreg_init);
 module_exit(mreg_exit);
 
-MODULE_DESCRIPTION("Pin service with folio extents and GUP benchmark");
+MODULE_DESCRIPTION("Pin service with folio extents, GUP benchmark and invalidation watches");
 MODULE_AUTHOR("mreg developers");
 MODULE_LICENSE("GPL");
 MODULE_VERSION("1.0");

@@ -10,11 +10,46 @@
 #include <linux/fs.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/poll.h>
 #include <linux/refcount.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 
 #include "uapi/mreg.h"
+
+/**
+ * struct mreg_watch_set - the watches of one open of /dev/mreg
+ * @lock: binds @mm
+ * @gens_lock: allocation of @gen_pages (taken under mmap_lock by mmap())
+ * @ev_lock: generation bumps, @pending and each watch's queued state
+ * @mm: the mm watched, mmgrab()ed at the first WATCH
+ * @gen_pages: the generation array, __u64 per slot, slot 0 the event count
+ * @nr_gen_pages: entries in @gen_pages
+ * @max_watches: slots usable (ids 1..@max_watches)
+ * @watches: id -> struct mreg_watch_obj; NULL (reserved) while inserting
+ * @nr_watches: watches published
+ * @pending: watches with a queued event, in order of invalidation
+ * @wq: readers and pollers of events
+ * @nr_invalidated: generation bumps (under @ev_lock)
+ * @events: notifier calls per enum mreg_watch_kind
+ */
+struct mreg_watch_set {
+	struct mutex lock;	/* binds @mm */
+	struct mutex gens_lock;	/* allocation of @gen_pages */
+	spinlock_t ev_lock;	/* bumps, @pending, queued states */
+	struct mm_struct *mm;
+	struct page **gen_pages;
+	unsigned int nr_gen_pages;
+	u32 max_watches;
+	struct xarray watches;
+	atomic_t nr_watches;
+	struct list_head pending;
+	wait_queue_head_t wq;
+	u64 nr_invalidated;
+	atomic64_t events[MREG_WATCH_NR_KINDS];
+};
 
 /**
  * struct mreg_file - state of one open of /dev/mreg
@@ -23,6 +58,7 @@
  * @lock: serialises the per-file cap check of a charge with SET_LIMIT
  * @pinned_pages: pages pinned through this file
  * @max_pages: cap on @pinned_pages
+ * @watch: the file's watches (mreg_watch.c)
  *
  * A handle is reserved in @pins with XA_ZERO_ENTRY while PIN copies its
  * reply out, and only then published; lookups see a reserved handle as
@@ -35,6 +71,7 @@ struct mreg_file {
 	struct mutex lock;	/* cap check of a charge vs SET_LIMIT */
 	atomic64_t pinned_pages;
 	u64 max_pages;
+	struct mreg_watch_set watch;
 };
 
 /**
@@ -75,6 +112,7 @@ struct mreg_pin_obj {
 };
 
 extern unsigned long mreg_max_pin_pages_per_file;
+extern unsigned int mreg_max_watches_per_file;
 
 /* mreg_file.c */
 extern const struct file_operations mreg_fops;
@@ -92,6 +130,18 @@ int mreg_read(struct mreg_file *mf, struct mreg_read *cmd);
 void mreg_pin_release_all(struct mreg_file *mf);
 int mreg_check_range(u64 addr, u64 length);
 int mreg_memfd_check(struct file *file, bool write);
+
+/* mreg_watch.c */
+void mreg_watch_set_init(struct mreg_watch_set *ws);
+void mreg_watch_set_release(struct mreg_watch_set *ws);
+int mreg_watch(struct mreg_ucmd *ucmd);
+int mreg_unwatch_id(struct mreg_watch_set *ws, u32 id);
+int mreg_watch_info(struct mreg_ucmd *ucmd);
+int mreg_watch_mmap(struct mreg_watch_set *ws, struct vm_area_struct *vma);
+ssize_t mreg_watch_read(struct mreg_watch_set *ws, char __user *buf,
+			size_t count, bool nonblock);
+__poll_t mreg_watch_poll(struct mreg_watch_set *ws, struct file *filp,
+			 poll_table *wait);
 
 /* mreg_account.c */
 int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin);

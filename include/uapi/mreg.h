@@ -42,6 +42,9 @@ enum {
 	MREG_CMD_QUERY,
 	MREG_CMD_UNPIN,
 	MREG_CMD_READ,
+	MREG_CMD_WATCH,
+	MREG_CMD_UNWATCH,
+	MREG_CMD_WATCH_INFO,
 };
 
 /**
@@ -387,5 +390,154 @@ struct mreg_read {
 };
 
 #define MREG_IOC_READ _IO(MREG_TYPE, MREG_CMD_READ)
+
+/*
+ * Watches: exact invalidation for registration caches.
+ *
+ * A watch is an mmu_interval_notifier over a range of the caller's memory.
+ * Each watch has a slot in a generation array that userspace maps
+ * read-only with mmap(PROT_READ, MAP_SHARED) of /dev/mreg at offset 0:
+ * __u64 gens[1 + max_watches], gens[id] for watch @id, gens[0] bumped
+ * whenever an event is queued.  When the kernel changes what the range
+ * maps (munmap, mremap, MAP_FIXED or shmat over it, MADV_DONTNEED, a
+ * hole punched in its file, page replacement, migration, exit), the
+ * module bumps gens[id] with a store-release before the change completes,
+ * so a cache that loads gens[id] with acquire semantics after the
+ * unmapping call returned sees it without a system call, and queues one
+ * struct mreg_watch_event (coalesced per watch until read) for read(2)
+ * and poll(2) on the file.
+ *
+ * Events that cannot change the pages a range maps are ignored and only
+ * counted: protection changes (mprotect, fork's write-protection for COW,
+ * NUMA hinting, uffd-wp) and soft-dirty clearing; a page replaced later
+ * raises its own CLEAR. Some CLEAR events leave the same pages mapped
+ * (a THP split, khugepaged or KSM giving up on a pinned page, reclaim
+ * failing to unmap one): they invalidate all the same, as the module
+ * cannot know, and are counted by kind in MREG_IOC_WATCH_INFO.
+ *
+ * A file watches one mm, the one of its first WATCH; slots are reused
+ * after UNWATCH, their generations never go back. Watches are kernel
+ * memory charged to the caller's memory cgroup and capped per file by the
+ * module parameter max_watches_per_file.
+ */
+
+/**
+ * enum mreg_watch_kind - what changed a watched range (the kernel's enum
+ * mmu_notifier_event, as ABI)
+ * @MREG_WATCH_UNMAP: munmap(), mremap(), mmap(MAP_FIXED) over the range
+ * @MREG_WATCH_CLEAR: page table entries cleared (MADV_DONTNEED, truncation
+ *                    or hole punch, reclaim, migration, COW, KSM, THP split)
+ * @MREG_WATCH_PROTECTION_VMA: mprotect() and NUMA hinting (ignored)
+ * @MREG_WATCH_PROTECTION_PAGE: write-protection of pages, e.g. by fork
+ *                              (ignored)
+ * @MREG_WATCH_SOFT_DIRTY: soft-dirty clearing (ignored)
+ * @MREG_WATCH_RELEASE: the mm is exiting
+ * @MREG_WATCH_MIGRATE: migrate_vma_*() (device memory)
+ * @MREG_WATCH_EXCLUSIVE: device-exclusive access
+ * @MREG_WATCH_NR_KINDS: number of kinds; struct mreg_watch_info has room
+ *                       for 16
+ */
+enum mreg_watch_kind {
+	MREG_WATCH_UNMAP,
+	MREG_WATCH_CLEAR,
+	MREG_WATCH_PROTECTION_VMA,
+	MREG_WATCH_PROTECTION_PAGE,
+	MREG_WATCH_SOFT_DIRTY,
+	MREG_WATCH_RELEASE,
+	MREG_WATCH_MIGRATE,
+	MREG_WATCH_EXCLUSIVE,
+	MREG_WATCH_NR_KINDS,
+};
+
+/**
+ * struct mreg_watch - ioctl(MREG_IOC_WATCH)
+ * @size: sizeof(struct mreg_watch)
+ * @flags: must be 0
+ * @addr: start of the range, any byte address
+ * @length: bytes, > 0; the watch covers every page the range touches
+ * @out_id: out, the watch's slot in the generation array (>= 1)
+ * @__reserved: must be 0
+ * @out_generation: out, gens[@out_id] when the watch took effect: a
+ *                  registration made after WATCH returned is current as
+ *                  long as gens[@out_id] still equals it
+ *
+ * Errors: EINVAL (zero or overflowing range, beyond the user address
+ * space), EPERM (the file watches another process's memory: inherited
+ * over fork or passed over a socket), ENOSPC (max_watches_per_file
+ * watches exist), ENOMEM.
+ */
+struct mreg_watch {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__u32 out_id;
+	__u32 __reserved;
+	__aligned_u64 out_generation;
+};
+
+#define MREG_IOC_WATCH _IO(MREG_TYPE, MREG_CMD_WATCH)
+
+/**
+ * struct mreg_unwatch - ioctl(MREG_IOC_UNWATCH)
+ * @size: sizeof(struct mreg_unwatch)
+ * @flags: must be 0
+ * @id: a watch's @out_id
+ * @__reserved: must be 0
+ *
+ * Removes the watch once no invalidation of it is running, and drops its
+ * queued event. The slot may be reused by the next WATCH.
+ *
+ * Errors: ENOENT (no such watch).
+ */
+struct mreg_unwatch {
+	__u32 size;
+	__u32 flags;
+	__u32 id;
+	__u32 __reserved;
+};
+
+#define MREG_IOC_UNWATCH _IO(MREG_TYPE, MREG_CMD_UNWATCH)
+
+/**
+ * struct mreg_watch_info - ioctl(MREG_IOC_WATCH_INFO)
+ * @size: sizeof(struct mreg_watch_info)
+ * @flags: must be 0
+ * @max_watches: out, slots of this file: the array mapped is
+ *               (1 + @max_watches) * 8 bytes, rounded up to pages
+ * @nr_watches: out, watches of this file now
+ * @nr_invalidated: out, generation bumps so far
+ * @events: out, per enum mreg_watch_kind, notifier calls on a watched
+ *          range so far, the ignored kinds included
+ *
+ * The array is allocated on the first WATCH or mmap(); its size is fixed
+ * from then on.
+ */
+struct mreg_watch_info {
+	__u32 size;
+	__u32 flags;
+	__u32 max_watches;
+	__u32 nr_watches;
+	__aligned_u64 nr_invalidated;
+	__aligned_u64 events[16];
+};
+
+#define MREG_IOC_WATCH_INFO _IO(MREG_TYPE, MREG_CMD_WATCH_INFO)
+
+/**
+ * struct mreg_watch_event - one record of read(2) on /dev/mreg
+ * @id: the watch invalidated
+ * @kind: enum mreg_watch_kind of the first event since the last read
+ * @generation: gens[@id] when the record was read
+ *
+ * read(2) returns whole records, at least one: it blocks until one is
+ * queued, or fails with EAGAIN under O_NONBLOCK; EINVAL if the buffer
+ * holds less than one record. poll(2) gives EPOLLIN while one is queued.
+ */
+struct mreg_watch_event {
+	__u32 id;
+	__u32 kind;
+	__aligned_u64 generation;
+};
 
 #endif /* _UAPI_MREG_H */

@@ -2,13 +2,16 @@
 /*
  * Random ioctls, bounded: MREG_FUZZ_COUNT calls (default 20000; use
  * >= 100000 for a soak) with random sizes, flags, handles, ranges and
- * memfds.  Output pointers only ever point at a scratch buffer or at
- * addresses that fault, so the kernel cannot scribble on the fuzzer.  The
- * harness fails the test on any WARN/BUG/Oops or pin leak; the test
- * itself checks that closing the file brings pinned_vm back.
+ * memfds, and watches on the same ranges, their events read and their
+ * generation array mapped at random sizes.  Output pointers only ever
+ * point at a scratch buffer or at addresses that fault, so the kernel
+ * cannot scribble on the fuzzer.  The harness fails the test on any
+ * WARN/BUG/Oops or pin leak; the test itself checks that closing the
+ * file brings pinned_vm back.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -111,6 +114,9 @@ union fuzz_cmd {
 	struct mreg_read read;
 	struct mreg_unpin unpin;
 	struct mreg_set_limit sl;
+	struct mreg_watch watch;
+	struct mreg_unwatch unwatch;
+	struct mreg_watch_info watch_info;
 	char raw[SCRATCH];
 };
 
@@ -118,13 +124,14 @@ static const uint32_t sizes[] = {
 	sizeof(struct mreg_info), sizeof(struct mreg_set_limit),
 	sizeof(struct mreg_bench), sizeof(struct mreg_pin),
 	sizeof(struct mreg_query), sizeof(struct mreg_unpin),
-	sizeof(struct mreg_read), 64,
+	sizeof(struct mreg_read), sizeof(struct mreg_watch),
+	sizeof(struct mreg_unwatch), sizeof(struct mreg_watch_info), 64,
 };
 
 /* Build one random command in @buf; returns the ioctl number. */
 static unsigned long fill_cmd(union fuzz_cmd *buf)
 {
-	unsigned int cmd = MREG_CMD_BASE + rnd() % 8;
+	unsigned int cmd = MREG_CMD_BASE + rnd() % 11;
 
 	memset(buf, 0, sizeof(struct mreg_bench) + 64);
 	switch (cmd) {
@@ -152,6 +159,14 @@ static unsigned long fill_cmd(union fuzz_cmd *buf)
 	case MREG_CMD_SET_LIMIT:
 		buf->sl.max_pages = rnd() % 2 ? rnd() % 100000 : rnd();
 		break;
+	case MREG_CMD_WATCH:
+		buf->watch.flags = rnd_flags() & 1;
+		buf->watch.addr = rnd_addr();
+		buf->watch.length = rnd_len();
+		break;
+	case MREG_CMD_UNWATCH:
+		buf->unwatch.id = rnd() % 4 ? rnd() % 64 : (uint32_t)rnd();
+		break;
 	}
 	/* Corrupt a byte, but never the output pointers of QUERY/READ. */
 	if (rnd() % 16 == 0 && cmd != MREG_CMD_QUERY && cmd != MREG_CMD_READ)
@@ -164,6 +179,30 @@ static void remember(unsigned long req, const struct mreg_pin *p, int ret)
 {
 	if (req == MREG_IOC_PIN && !ret)
 		handles[rnd() % 64] = p->out_handle;
+}
+
+/* The event file and the generation mapping, with hostile sizes too. */
+static void poke_file(int fd)
+{
+	static const size_t lens[] = { 0, 1, 16, 17, 4096, SCRATCH };
+	size_t len = lens[rnd() % 6], mlen = (1 + rnd() % 64) * MT_PAGE;
+	void *m;
+
+	if (rnd() % 2) {
+		int fl = fcntl(fd, F_GETFL);
+
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+		if (read(fd, rnd() % 8 ? scratch : (void *)8, len) < 0 &&
+		    errno != EAGAIN && errno != EINVAL && errno != EFAULT)
+			mt_fail("read: %s", strerror(errno));
+		fcntl(fd, F_SETFL, fl);
+		return;
+	}
+	m = mmap(NULL, mlen, rnd() % 4 ? PROT_READ : PROT_READ | PROT_WRITE,
+		 rnd() % 4 ? MAP_SHARED : MAP_PRIVATE, fd,
+		 rnd() % 4 ? 0 : (off_t)MT_PAGE);
+	if (m != MAP_FAILED)
+		munmap(m, mlen);
 }
 
 static void mutate_region(void)
@@ -201,6 +240,8 @@ int main(void)
 		ok += !ret;
 		if (i % 256 == 0)
 			mutate_region();
+		if (i % 64 == 0)
+			poke_file(fd);
 	}
 	close(fd);
 	fd = mt_open();

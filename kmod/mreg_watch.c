@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Watches: one mmu_interval_notifier per range a registration cache holds,
+ * a generation array userspace maps read-only, and an event queue read
+ * through the file (include/uapi/mreg.h, "Watches").
+ *
+ * The notifier may run where it cannot sleep (the OOM reaper), and two
+ * invalidations of one range can run at once on two CPUs, so the bump of
+ * a generation and the queueing of its event are under a spinlock. The
+ * bump happens before the kernel changes the page tables, so before the
+ * unmapping call returns to the process: a cache that loads the slot
+ * after that call sees it.
+ *
+ * Locks: mmap() runs under mmap_lock and takes gens_lock; WATCH takes
+ * gens_lock, then drops it before mmu_interval_notifier_insert(), which
+ * may take mmap_lock. ev_lock nests inside nothing and is taken from the
+ * notifier.
+ */
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/poll.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "mreg_priv.h"
+
+#define MREG_GENS_PER_PAGE	(PAGE_SIZE / sizeof(u64))
+/* Events copied out per pass of read(), from an on-stack buffer. */
+#define MREG_READ_BATCH		16
+
+/**
+ * struct mreg_watch_obj - one watch
+ * @mni: the notifier over the range
+ * @ws: the file's watch set
+ * @ev_node: entry in &mreg_watch_set.pending while an event is queued
+ * @id: slot in the generation array
+ * @kind: enum mreg_watch_kind of the first event queued since last read
+ * @queued: @ev_node is on the list (under &mreg_watch_set.ev_lock)
+ */
+struct mreg_watch_obj {
+	struct mmu_interval_notifier mni;
+	struct mreg_watch_set *ws;
+	struct list_head ev_node;
+	u32 id;
+	u32 kind;
+	bool queued;
+};
+
+static u64 *mreg_gen_slot(struct mreg_watch_set *ws, u32 id)
+{
+	return (u64 *)page_address(ws->gen_pages[id / MREG_GENS_PER_PAGE]) +
+	       id % MREG_GENS_PER_PAGE;
+}
+
+static void mreg_gen_bump(struct mreg_watch_set *ws, u32 id)
+{
+	u64 *slot = mreg_gen_slot(ws, id);
+
+	/* Pairs with the cache's acquire load of the slot in userspace. */
+	smp_store_release(slot, READ_ONCE(*slot) + 1);
+}
+
+/* The ABI's kind; an event this module does not know invalidates. */
+static enum mreg_watch_kind mreg_event_kind(enum mmu_notifier_event event)
+{
+	switch (event) {
+	case MMU_NOTIFY_UNMAP:
+		return MREG_WATCH_UNMAP;
+	case MMU_NOTIFY_PROTECTION_VMA:
+		return MREG_WATCH_PROTECTION_VMA;
+	case MMU_NOTIFY_PROTECTION_PAGE:
+		return MREG_WATCH_PROTECTION_PAGE;
+	case MMU_NOTIFY_SOFT_DIRTY:
+		return MREG_WATCH_SOFT_DIRTY;
+	case MMU_NOTIFY_RELEASE:
+		return MREG_WATCH_RELEASE;
+	case MMU_NOTIFY_MIGRATE:
+		return MREG_WATCH_MIGRATE;
+	case MMU_NOTIFY_EXCLUSIVE:
+		return MREG_WATCH_EXCLUSIVE;
+	default:
+		return MREG_WATCH_CLEAR;
+	}
+}
+
+/* The kinds that cannot change which pages a range maps. */
+static bool mreg_kind_ignored(enum mreg_watch_kind kind)
+{
+	return kind == MREG_WATCH_PROTECTION_VMA ||
+	       kind == MREG_WATCH_PROTECTION_PAGE ||
+	       kind == MREG_WATCH_SOFT_DIRTY;
+}
+
+static bool mreg_watch_invalidate(struct mmu_interval_notifier *mni,
+				  const struct mmu_notifier_range *range,
+				  unsigned long cur_seq)
+{
+	struct mreg_watch_obj *w = container_of(mni, struct mreg_watch_obj, mni);
+	struct mreg_watch_set *ws = w->ws;
+	enum mreg_watch_kind kind = mreg_event_kind(range->event);
+	unsigned long irqflags;
+
+	atomic64_inc(&ws->events[kind]);
+	if (mreg_kind_ignored(kind))
+		return true;
+	spin_lock_irqsave(&ws->ev_lock, irqflags);
+	mmu_interval_set_seq(mni, cur_seq);
+	mreg_gen_bump(ws, w->id);
+	ws->nr_invalidated++;
+	if (!w->queued) {
+		w->queued = true;
+		w->kind = kind;
+		list_add_tail(&w->ev_node, &ws->pending);
+		mreg_gen_bump(ws, 0);
+	}
+	spin_unlock_irqrestore(&ws->ev_lock, irqflags);
+	wake_up_interruptible_poll(&ws->wq, EPOLLIN | EPOLLRDNORM);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops mreg_watch_ops = {
+	.invalidate = mreg_watch_invalidate,
+};
+
+void mreg_watch_set_init(struct mreg_watch_set *ws)
+{
+	mutex_init(&ws->lock);
+	mutex_init(&ws->gens_lock);
+	spin_lock_init(&ws->ev_lock);
+	INIT_LIST_HEAD(&ws->pending);
+	init_waitqueue_head(&ws->wq);
+	xa_init_flags(&ws->watches, XA_FLAGS_ALLOC1);
+}
+
+/* The generation array, sized by the module parameter at first use. */
+static int mreg_gens_alloc(struct mreg_watch_set *ws)
+{
+	u32 max = READ_ONCE(mreg_max_watches_per_file);
+	unsigned int i, n = DIV_ROUND_UP(max + 1, MREG_GENS_PER_PAGE);
+
+	lockdep_assert_held(&ws->gens_lock);
+	if (ws->gen_pages)
+		return 0;
+	ws->gen_pages = kcalloc(n, sizeof(*ws->gen_pages), GFP_KERNEL_ACCOUNT);
+	if (!ws->gen_pages)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ws->gen_pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!ws->gen_pages[i])
+			goto fail;
+	}
+	ws->nr_gen_pages = n;
+	ws->max_watches = n * MREG_GENS_PER_PAGE - 1;
+	ws->max_watches = min(ws->max_watches, max);
+	return 0;
+fail:
+	while (i--)
+		__free_page(ws->gen_pages[i]);
+	kfree(ws->gen_pages);
+	ws->gen_pages = NULL;
+	return -ENOMEM;
+}
+
+static void mreg_watch_free(struct mreg_watch_set *ws, struct mreg_watch_obj *w)
+{
+	mmu_interval_notifier_remove(&w->mni);
+	spin_lock_irq(&ws->ev_lock);
+	if (w->queued)
+		list_del(&w->ev_node);
+	spin_unlock_irq(&ws->ev_lock);
+	kfree(w);
+}
+
+static int mreg_watch_bind(struct mreg_watch_set *ws)
+{
+	int ret = 0;
+
+	if (!current->mm)
+		return -EINVAL;
+	mutex_lock(&ws->lock);
+	if (!ws->mm) {
+		mmgrab(current->mm);
+		ws->mm = current->mm;
+	} else if (ws->mm != current->mm) {
+		ret = -EPERM;
+	}
+	mutex_unlock(&ws->lock);
+	return ret;
+}
+
+static int mreg_gens_get(struct mreg_watch_set *ws)
+{
+	int ret;
+
+	mutex_lock(&ws->gens_lock);
+	ret = mreg_gens_alloc(ws);
+	mutex_unlock(&ws->gens_lock);
+	return ret;
+}
+
+/*
+ * The id is reserved (a NULL entry) while the notifier is inserted, and
+ * published after: UNWATCH and the event requeue see a reserved id as
+ * absent. The generation is read once the notifier is in the tree, so
+ * an invalidation after that read bumps it.
+ */
+static int mreg_watch_insert(struct mreg_watch_set *ws, struct mreg_watch *cmd,
+			     struct mreg_watch_obj *w)
+{
+	unsigned long start = cmd->addr & PAGE_MASK;
+	unsigned long end = PAGE_ALIGN(cmd->addr + cmd->length);
+	u32 id;
+	int ret;
+
+	ret = xa_alloc(&ws->watches, &id, NULL, XA_LIMIT(1, ws->max_watches),
+		       GFP_KERNEL_ACCOUNT);
+	if (ret)
+		return ret == -EBUSY ? -ENOSPC : ret;
+	w->ws = ws;
+	w->id = id;
+	ret = mmu_interval_notifier_insert(&w->mni, current->mm, start,
+					   end - start, &mreg_watch_ops);
+	if (ret) {
+		xa_erase(&ws->watches, id);
+		return ret;
+	}
+	xa_store(&ws->watches, id, w, GFP_KERNEL);
+	atomic_inc(&ws->nr_watches);
+	cmd->out_id = id;
+	/* Pairs with mreg_gen_bump(): a bump after this load is seen. */
+	cmd->out_generation = smp_load_acquire(mreg_gen_slot(ws, id));
+	return 0;
+}
+
+int mreg_watch(struct mreg_ucmd *ucmd)
+{
+	struct mreg_watch_set *ws = &ucmd->mf->watch;
+	struct mreg_watch *cmd = ucmd->cmd;
+	struct mreg_watch_obj *w;
+	int ret;
+
+	if (cmd->flags || cmd->__reserved || !cmd->length)
+		return -EINVAL;
+	if (cmd->addr + cmd->length < cmd->addr ||
+	    cmd->addr + cmd->length > TASK_SIZE)
+		return -EINVAL;
+	ret = mreg_watch_bind(ws) ?: mreg_gens_get(ws);
+	if (ret)
+		return ret;
+	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
+	if (!w)
+		return -ENOMEM;
+	ret = mreg_watch_insert(ws, cmd, w);
+	if (ret) {
+		kfree(w);
+		return ret;
+	}
+	ret = mreg_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		mreg_unwatch_id(ws, cmd->out_id);
+	return ret;
+}
+
+int mreg_unwatch_id(struct mreg_watch_set *ws, u32 id)
+{
+	struct mreg_watch_obj *w = xa_load(&ws->watches, id);
+
+	if (!w || xa_cmpxchg(&ws->watches, id, w, NULL, 0) != w)
+		return -ENOENT;
+	atomic_dec(&ws->nr_watches);
+	mreg_watch_free(ws, w);
+	return 0;
+}
+
+int mreg_watch_info(struct mreg_ucmd *ucmd)
+{
+	struct mreg_watch_set *ws = &ucmd->mf->watch;
+	struct mreg_watch_info *info = ucmd->cmd;
+	unsigned int i;
+
+	if (info->flags)
+		return -EINVAL;
+	mutex_lock(&ws->gens_lock);
+	info->max_watches = ws->gen_pages ? ws->max_watches :
+			    READ_ONCE(mreg_max_watches_per_file);
+	mutex_unlock(&ws->gens_lock);
+	info->nr_watches = atomic_read(&ws->nr_watches);
+	spin_lock_irq(&ws->ev_lock);
+	info->nr_invalidated = ws->nr_invalidated;
+	spin_unlock_irq(&ws->ev_lock);
+	for (i = 0; i < MREG_WATCH_NR_KINDS; i++)
+		info->events[i] = atomic64_read(&ws->events[i]);
+	return mreg_ucmd_respond(ucmd, sizeof(*info));
+}
+
+void mreg_watch_set_release(struct mreg_watch_set *ws)
+{
+	struct mreg_watch_obj *w;
+	unsigned long id;
+	unsigned int i;
+
+	xa_for_each(&ws->watches, id, w)
+		mreg_watch_free(ws, w);
+	xa_destroy(&ws->watches);
+	for (i = 0; i < ws->nr_gen_pages; i++)
+		__free_page(ws->gen_pages[i]);
+	kfree(ws->gen_pages);
+	if (ws->mm)
+		mmdrop(ws->mm);
+	mutex_destroy(&ws->gens_lock);
+	mutex_destroy(&ws->lock);
+}
+
+/* Read-only, whole, at offset 0; never writable, not even by mprotect. */
+int mreg_watch_mmap(struct mreg_watch_set *ws, struct vm_area_struct *vma)
+{
+	unsigned long pages = vma_pages(vma);
+	int ret;
+
+	if (vma->vm_pgoff || (vma->vm_flags & VM_WRITE))
+		return -EINVAL;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	mutex_lock(&ws->gens_lock);
+	ret = mreg_gens_alloc(ws);
+	if (!ret && pages > ws->nr_gen_pages)
+		ret = -EINVAL;
+	if (!ret) {
+		vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYWRITE);
+		ret = vm_insert_pages(vma, vma->vm_start, ws->gen_pages,
+				      &pages);
+	}
+	mutex_unlock(&ws->gens_lock);
+	return ret;
+}
+
+static unsigned int mreg_events_take(struct mreg_watch_set *ws,
+				     struct mreg_watch_event *ev,
+				     unsigned int max)
+{
+	struct mreg_watch_obj *w;
+	unsigned int n = 0;
+
+	spin_lock_irq(&ws->ev_lock);
+	while (n < max && !list_empty(&ws->pending)) {
+		w = list_first_entry(&ws->pending, struct mreg_watch_obj,
+				     ev_node);
+		list_del(&w->ev_node);
+		w->queued = false;
+		ev[n].id = w->id;
+		ev[n].kind = w->kind;
+		ev[n].generation = READ_ONCE(*mreg_gen_slot(ws, w->id));
+		n++;
+	}
+	spin_unlock_irq(&ws->ev_lock);
+	return n;
+}
+
+/* Records that could not be copied out go back, for the next read. */
+static void mreg_events_requeue(struct mreg_watch_set *ws,
+				const struct mreg_watch_event *ev,
+				unsigned int n)
+{
+	struct mreg_watch_obj *w;
+
+	/*
+	 * Under ev_lock a watch found in the array cannot be freed: UNWATCH
+	 * erases it first, then takes ev_lock to unqueue it.
+	 */
+	spin_lock_irq(&ws->ev_lock);
+	while (n--) {
+		w = xa_load(&ws->watches, ev[n].id);
+		if (!w || w->queued)
+			continue;
+		w->queued = true;
+		w->kind = ev[n].kind;
+		list_add(&w->ev_node, &ws->pending);
+	}
+	spin_unlock_irq(&ws->ev_lock);
+}
+
+ssize_t mreg_watch_read(struct mreg_watch_set *ws, char __user *buf,
+			size_t count, bool nonblock)
+{
+	struct mreg_watch_event ev[MREG_READ_BATCH];
+	size_t max = count / sizeof(ev[0]), done = 0;
+	unsigned int n;
+	int ret;
+
+	if (!max)
+		return -EINVAL;
+	while (done < max) {
+		n = mreg_events_take(ws, ev, min_t(size_t, max - done,
+						   MREG_READ_BATCH));
+		if (!n) {
+			if (done)
+				break;
+			if (nonblock)
+				return -EAGAIN;
+			ret = wait_event_interruptible(ws->wq,
+						       !list_empty(&ws->pending));
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (copy_to_user(buf + done * sizeof(ev[0]), ev,
+				 n * sizeof(ev[0]))) {
+			mreg_events_requeue(ws, ev, n);
+			return done ? done * sizeof(ev[0]) : -EFAULT;
+		}
+		done += n;
+	}
+	return done * sizeof(ev[0]);
+}
+
+__poll_t mreg_watch_poll(struct mreg_watch_set *ws, struct file *filp,
+			 poll_table *wait)
+{
+	__poll_t mask = 0;
+
+	poll_wait(filp, &ws->wq, wait);
+	spin_lock_irq(&ws->ev_lock);
+	if (!list_empty(&ws->pending))
+		mask = EPOLLIN | EPOLLRDNORM;
+	spin_unlock_irq(&ws->ev_lock);
+	return mask;
+}
