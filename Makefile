@@ -50,7 +50,7 @@ test-host: build
 
 format:
 	scripts/deps.sh format
-	clang-format -i include/mreg/*.h src/*.[ch] src/backends/*.c \
+	clang-format -i include/mreg/*.h src/*.[ch] src/backends/*.c src/monitors/*.c \
 		bench/*.[ch] tests/*.[ch] examples/*.c
 
 clean:

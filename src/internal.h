@@ -162,7 +162,13 @@ struct mreg_region {
 	struct mreg_region *pieces;
 	bool registered;
 	struct mreg_region *next_stuck; /* on domain->stuck */
+	/* The cache entry owning the region (cache.c), else NULL. */
+	struct mreg_cache_entry *cached;
 };
+
+/* region.c: mreg_region_deregister() without the check that no cache
+ * owns the region. */
+int mreg_region_release(struct mreg_region *region, uint64_t *ns);
 
 /* Whether the domain registers into an object the caller owns. */
 static inline bool mreg_adopted(const struct mreg_domain_attr *attr)

@@ -509,11 +509,20 @@ MREG_EXPORT int mreg_region_register(struct mreg_domain *d, void *addr,
 /* A region in pieces that failed midway keeps the rest: call again. */
 MREG_EXPORT int mreg_region_deregister(struct mreg_region *r, uint64_t *ns)
 {
+	if (!r)
+		return mreg_fail(-EINVAL, "deregister: region is NULL");
+	if (r->cached)
+		return mreg_fail(-EBUSY,
+				 "deregister: region 0x%llx belongs to a cache: give it back with mreg_cache_put()",
+				 (unsigned long long)r->info.addr);
+	return mreg_region_release(r, ns);
+}
+
+int mreg_region_release(struct mreg_region *r, uint64_t *ns)
+{
 	uint64_t elapsed = 0;
 	int ret;
 
-	if (!r)
-		return mreg_fail(-EINVAL, "deregister: region is NULL");
 	if (r->nr_pieces)
 		ret = mreg_pieces_deregister(r, &elapsed);
 	else

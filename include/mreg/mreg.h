@@ -478,6 +478,100 @@ struct mreg_region_piece {
 int mreg_region_pieces(const struct mreg_region *region,
 		       struct mreg_region_piece *pieces, size_t *nr);
 
+/*
+ * Registration cache: many transfers from the same buffers register once.
+ *
+ * mreg_cache_get() returns a registered region of the cache's domain that
+ * covers [addr, addr+len) (whole pages around it) and describes the memory
+ * mapped there *now*: an entry whose memory changed since it was
+ * registered (munmap, mremap, mmap(MAP_FIXED), shmat, MADV_DONTNEED, brk,
+ * a hole punched in its file, ...) is never returned, however the change
+ * was made (libc, raw syscall, another thread). Who tells the cache is
+ * its monitor:
+ *
+ *  - KMOD: mreg.ko's watches (include/uapi/mreg.h): an mmu interval
+ *    notifier per entry bumps a generation the cache reads from a
+ *    read-only mapping, so a hit makes no system call. Exact for every
+ *    change the kernel makes to the mapping; it also invalidates on some
+ *    events that leave the same pages mapped (THP split, khugepaged, KSM
+ *    or reclaim giving up on a pinned page), counted in the stats.
+ *  - UFFD: without the module, userfaultfd's non-cooperative events
+ *    (UNMAP, REMAP, REMOVE) on the cached ranges, read by a thread of the
+ *    cache. Blind, as the kernel sends no event there, to shmdt(),
+ *    shmat(SHM_REMAP) and hole punches or truncation of a file mapped
+ *    shared; see mreg_cache_open(3) for the full list and its costs.
+ *  - AUTO: KMOD when /dev/mreg can be opened, else UFFD.
+ *
+ * A range the monitor cannot watch (UFFD: SysV shm, files other than
+ * shmem and hugetlbfs) is registered for that get alone, deregistered at
+ * its put, and counted as uncached.
+ *
+ * A region from the cache belongs to the cache: give it back with
+ * mreg_cache_put(), never mreg_region_deregister() (-EBUSY). Unreferenced
+ * entries stay registered, least recently used first out, within
+ * max_entries and max_bytes.
+ *
+ * Threads: every call may be made from any thread at once, except
+ * mreg_cache_close(), which must not race the others on its cache. A
+ * process that forks must not use its parent's cache in the child (as
+ * with the verbs objects it registers into).
+ */
+enum mreg_cache_monitor {
+	MREG_CACHE_MONITOR_AUTO,
+	MREG_CACHE_MONITOR_KMOD,
+	MREG_CACHE_MONITOR_UFFD,
+};
+
+enum mreg_cache_attr_mask {
+	/* Use the caller's open /dev/mreg (kmod_fd) for KMOD; never closed. */
+	MREG_CACHE_ATTR_KMOD_FD = 1u << 0,
+};
+
+struct mreg_cache_attr {
+	uint32_t size;	      /* sizeof(struct mreg_cache_attr) */
+	uint32_t comp_mask;   /* enum mreg_cache_attr_mask */
+	uint32_t monitor;     /* enum mreg_cache_monitor */
+	uint32_t max_entries; /* idle entries kept (0: 256) */
+	uint64_t max_bytes;   /* idle bytes kept registered (0: 1 GiB) */
+	int kmod_fd;	      /* KMOD_FD */
+	uint32_t reserved;
+};
+
+struct mreg_cache_stats {
+	uint32_t size;	  /* in: sizeof(struct mreg_cache_stats) */
+	uint32_t monitor; /* enum mreg_cache_monitor in use */
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t invalidated; /* entries dropped: their memory changed */
+	uint64_t evicted;     /* idle entries dropped by the limits */
+	uint64_t retries;     /* registrations redone: changed meanwhile */
+	uint64_t entries;     /* registered now, held or idle */
+	uint64_t bytes;	      /* bytes of those */
+	uint64_t held;	      /* entries with a reference now */
+	uint64_t uncached;    /* gets the monitor could not watch: the
+			       * region was registered for this get alone */
+	/* Monitor events on cached ranges per enum mreg_watch_kind of
+	 * include/uapi/mreg.h (KMOD), the ignored kinds included; UFFD
+	 * counts UNMAP (munmap, MAP_FIXED), CLEAR (MADV_DONTNEED/REMOVE)
+	 * and, in slot 8, REMAP (mremap). */
+	uint64_t events[16];
+};
+
+struct mreg_cache;
+
+int mreg_cache_open(struct mreg_domain *domain,
+		    const struct mreg_cache_attr *attr,
+		    struct mreg_cache **out);
+/* Return: -EBUSY while regions from the cache are held. */
+int mreg_cache_close(struct mreg_cache *cache);
+int mreg_cache_get(struct mreg_cache *cache, const void *addr, size_t len,
+		   struct mreg_region **out);
+int mreg_cache_put(struct mreg_cache *cache, struct mreg_region *region);
+/* Deregister every idle entry now. */
+int mreg_cache_flush(struct mreg_cache *cache);
+/* @stats->size must be set; see struct mreg_folio_hist for the rule. */
+int mreg_cache_stats(struct mreg_cache *cache, struct mreg_cache_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif
