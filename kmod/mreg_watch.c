@@ -7,9 +7,16 @@
  * The notifier may run where it cannot sleep (the OOM reaper), and two
  * invalidations of one range can run at once on two CPUs, so the bump of
  * a generation and the queueing of its event are under a spinlock. The
- * bump happens before the kernel changes the page tables, so before the
- * unmapping call returns to the process: a cache that loads the slot
- * after that call sees it.
+ * notifier runs in the context that changes the mapping, before the page
+ * tables change: when the change is a system call, the bump is program-
+ * ordered before its return, so the thread that made it, and any thread
+ * that synchronises with that one afterwards, sees it.
+ *
+ * WATCH reads the generation it returns with mmu_interval_read_begin()
+ * and read_retry(): an invalidation already running when the notifier
+ * was inserted does not call it, and read_begin() waits for it to end,
+ * so the caller's registration, made after WATCH returns, pins what is
+ * mapped once it is done.
  *
  * Locks: mmap() runs under mmap_lock and takes gens_lock; WATCH takes
  * gens_lock, then drops it before mmu_interval_notifier_insert(), which
@@ -34,6 +41,7 @@
  * @mni: the notifier over the range
  * @ws: the file's watch set
  * @ev_node: entry in &mreg_watch_set.pending while an event is queued
+ * @user_data: the caller's, echoed in each event
  * @id: slot in the generation array
  * @kind: enum mreg_watch_kind of the first event queued since last read
  * @queued: @ev_node is on the list (under &mreg_watch_set.ev_lock)
@@ -42,6 +50,7 @@ struct mreg_watch_obj {
 	struct mmu_interval_notifier mni;
 	struct mreg_watch_set *ws;
 	struct list_head ev_node;
+	u64 user_data;
 	u32 id;
 	u32 kind;
 	bool queued;
@@ -57,8 +66,7 @@ static void mreg_gen_bump(struct mreg_watch_set *ws, u32 id)
 {
 	u64 *slot = mreg_gen_slot(ws, id);
 
-	/* Pairs with the cache's acquire load of the slot in userspace. */
-	smp_store_release(slot, READ_ONCE(*slot) + 1);
+	WRITE_ONCE(*slot, *slot + 1);
 }
 
 /* The ABI's kind; an event this module does not know invalidates. */
@@ -92,6 +100,19 @@ static bool mreg_kind_ignored(enum mreg_watch_kind kind)
 	       kind == MREG_WATCH_SOFT_DIRTY;
 }
 
+/* Under ev_lock. gens[0] counts queued events, requeued ones too. */
+static void mreg_event_queue(struct mreg_watch_set *ws,
+			     struct mreg_watch_obj *w, u32 kind, bool head)
+{
+	w->queued = true;
+	w->kind = kind;
+	if (head)
+		list_add(&w->ev_node, &ws->pending);
+	else
+		list_add_tail(&w->ev_node, &ws->pending);
+	mreg_gen_bump(ws, 0);
+}
+
 static bool mreg_watch_invalidate(struct mmu_interval_notifier *mni,
 				  const struct mmu_notifier_range *range,
 				  unsigned long cur_seq)
@@ -99,23 +120,22 @@ static bool mreg_watch_invalidate(struct mmu_interval_notifier *mni,
 	struct mreg_watch_obj *w = container_of(mni, struct mreg_watch_obj, mni);
 	struct mreg_watch_set *ws = w->ws;
 	enum mreg_watch_kind kind = mreg_event_kind(range->event);
-	unsigned long irqflags;
+	bool queued = false;
 
 	atomic64_inc(&ws->events[kind]);
 	if (mreg_kind_ignored(kind))
 		return true;
-	spin_lock_irqsave(&ws->ev_lock, irqflags);
+	spin_lock(&ws->ev_lock);
 	mmu_interval_set_seq(mni, cur_seq);
 	mreg_gen_bump(ws, w->id);
 	ws->nr_invalidated++;
 	if (!w->queued) {
-		w->queued = true;
-		w->kind = kind;
-		list_add_tail(&w->ev_node, &ws->pending);
-		mreg_gen_bump(ws, 0);
+		mreg_event_queue(ws, w, kind, false);
+		queued = true;
 	}
-	spin_unlock_irqrestore(&ws->ev_lock, irqflags);
-	wake_up_interruptible_poll(&ws->wq, EPOLLIN | EPOLLRDNORM);
+	spin_unlock(&ws->ev_lock);
+	if (queued)
+		wake_up_interruptible_poll(&ws->wq, EPOLLIN | EPOLLRDNORM);
 	return true;
 }
 
@@ -125,6 +145,10 @@ static const struct mmu_interval_notifier_ops mreg_watch_ops = {
 
 void mreg_watch_set_init(struct mreg_watch_set *ws)
 {
+	struct mreg_watch_info *info = NULL;
+
+	/* The kinds must fit the counters of the ABI. */
+	BUILD_BUG_ON(ARRAY_SIZE(info->events) < MREG_WATCH_NR_KINDS);
 	mutex_init(&ws->lock);
 	mutex_init(&ws->gens_lock);
 	spin_lock_init(&ws->ev_lock);
@@ -165,19 +189,23 @@ fail:
 static void mreg_watch_free(struct mreg_watch_set *ws, struct mreg_watch_obj *w)
 {
 	mmu_interval_notifier_remove(&w->mni);
-	spin_lock_irq(&ws->ev_lock);
+	spin_lock(&ws->ev_lock);
 	if (w->queued)
 		list_del(&w->ev_node);
-	spin_unlock_irq(&ws->ev_lock);
+	spin_unlock(&ws->ev_lock);
 	kfree(w);
 }
 
+/*
+ * The first WATCH or mmap() binds the file to the caller's mm; every
+ * watch call, read() and mmap() from another mm (a forked child, a
+ * process the fd was passed to) gets EPERM: it could otherwise remove
+ * the owner's watches or take its events.
+ */
 static int mreg_watch_bind(struct mreg_watch_set *ws)
 {
 	int ret = 0;
 
-	if (!current->mm)
-		return -EINVAL;
 	mutex_lock(&ws->lock);
 	if (!ws->mm) {
 		mmgrab(current->mm);
@@ -187,6 +215,31 @@ static int mreg_watch_bind(struct mreg_watch_set *ws)
 	}
 	mutex_unlock(&ws->lock);
 	return ret;
+}
+
+/* Calls that need no binding: only an unbound file or its owner. */
+static int mreg_watch_owner(struct mreg_watch_set *ws)
+{
+	struct mm_struct *mm = READ_ONCE(ws->mm);
+
+	return !mm || mm == current->mm ? 0 : -EPERM;
+}
+
+static u64 mreg_watch_generation(struct mreg_watch_set *ws,
+				 struct mreg_watch_obj *w)
+{
+	unsigned long seq;
+	bool retry;
+	u64 gen;
+
+	do {
+		seq = mmu_interval_read_begin(&w->mni);
+		spin_lock(&ws->ev_lock);
+		retry = mmu_interval_read_retry(&w->mni, seq);
+		gen = READ_ONCE(*mreg_gen_slot(ws, w->id));
+		spin_unlock(&ws->ev_lock);
+	} while (retry);
+	return gen;
 }
 
 static int mreg_gens_get(struct mreg_watch_set *ws)
@@ -200,16 +253,14 @@ static int mreg_gens_get(struct mreg_watch_set *ws)
 }
 
 /*
- * The id is reserved (a NULL entry) while the notifier is inserted, and
- * published after: UNWATCH and the event requeue see a reserved id as
- * absent. The generation is read once the notifier is in the tree, so
- * an invalidation after that read bumps it.
+ * The id stays reserved (a NULL entry, which lookups see as absent) until
+ * the reply reached userspace: a handle the caller never got cannot be
+ * removed or requeued by anyone.
  */
 static int mreg_watch_insert(struct mreg_watch_set *ws, struct mreg_watch *cmd,
-			     struct mreg_watch_obj *w)
+			     struct mreg_watch_obj *w, unsigned long start,
+			     unsigned long end)
 {
-	unsigned long start = cmd->addr & PAGE_MASK;
-	unsigned long end = PAGE_ALIGN(cmd->addr + cmd->length);
 	u32 id;
 	int ret;
 
@@ -219,31 +270,39 @@ static int mreg_watch_insert(struct mreg_watch_set *ws, struct mreg_watch *cmd,
 		return ret == -EBUSY ? -ENOSPC : ret;
 	w->ws = ws;
 	w->id = id;
+	w->user_data = cmd->user_data;
 	ret = mmu_interval_notifier_insert(&w->mni, current->mm, start,
 					   end - start, &mreg_watch_ops);
 	if (ret) {
 		xa_erase(&ws->watches, id);
 		return ret;
 	}
-	xa_store(&ws->watches, id, w, GFP_KERNEL);
-	atomic_inc(&ws->nr_watches);
 	cmd->out_id = id;
-	/* Pairs with mreg_gen_bump(): a bump after this load is seen. */
-	cmd->out_generation = smp_load_acquire(mreg_gen_slot(ws, id));
+	cmd->out_generation = mreg_watch_generation(ws, w);
 	return 0;
+}
+
+static void mreg_watch_publish(struct mreg_watch_set *ws,
+			       struct mreg_watch_obj *w)
+{
+	atomic_inc(&ws->nr_watches);
+	/* A reserved entry holds its slot: the store allocates nothing. */
+	WARN_ON_ONCE(xa_err(xa_store(&ws->watches, w->id, w, GFP_KERNEL)));
 }
 
 int mreg_watch(struct mreg_ucmd *ucmd)
 {
 	struct mreg_watch_set *ws = &ucmd->mf->watch;
 	struct mreg_watch *cmd = ucmd->cmd;
+	unsigned long addr, end;
 	struct mreg_watch_obj *w;
 	int ret;
 
 	if (cmd->flags || cmd->__reserved || !cmd->length)
 		return -EINVAL;
-	if (cmd->addr + cmd->length < cmd->addr ||
-	    cmd->addr + cmd->length > TASK_SIZE)
+	/* GUP untags too: an MR over a tagged pointer (arm64 TBI) must work. */
+	addr = untagged_addr(cmd->addr);
+	if (check_add_overflow(addr, cmd->length, &end) || end > TASK_SIZE)
 		return -EINVAL;
 	ret = mreg_watch_bind(ws) ?: mreg_gens_get(ws);
 	if (ret)
@@ -251,25 +310,38 @@ int mreg_watch(struct mreg_ucmd *ucmd)
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w)
 		return -ENOMEM;
-	ret = mreg_watch_insert(ws, cmd, w);
+	ret = mreg_watch_insert(ws, cmd, w, addr & PAGE_MASK, PAGE_ALIGN(end));
 	if (ret) {
 		kfree(w);
 		return ret;
 	}
 	ret = mreg_ucmd_respond(ucmd, sizeof(*cmd));
-	if (ret)
-		mreg_unwatch_id(ws, cmd->out_id);
-	return ret;
+	if (ret) {
+		mreg_watch_free(ws, w);
+		xa_erase(&ws->watches, cmd->out_id);
+		return ret;
+	}
+	mreg_watch_publish(ws, w);
+	return 0;
 }
 
+/*
+ * The id stays reserved until the notifier is gone: a WATCH cannot reuse
+ * it while an invalidation of the old range may still bump and queue.
+ */
 int mreg_unwatch_id(struct mreg_watch_set *ws, u32 id)
 {
-	struct mreg_watch_obj *w = xa_load(&ws->watches, id);
+	struct mreg_watch_obj *w;
+	int ret = mreg_watch_owner(ws);
 
-	if (!w || xa_cmpxchg(&ws->watches, id, w, NULL, 0) != w)
+	if (ret)
+		return ret;
+	w = xa_load(&ws->watches, id);
+	if (!w || xa_cmpxchg(&ws->watches, id, w, XA_ZERO_ENTRY, 0) != w)
 		return -ENOENT;
 	atomic_dec(&ws->nr_watches);
 	mreg_watch_free(ws, w);
+	xa_erase(&ws->watches, id);
 	return 0;
 }
 
@@ -286,9 +358,9 @@ int mreg_watch_info(struct mreg_ucmd *ucmd)
 			    READ_ONCE(mreg_max_watches_per_file);
 	mutex_unlock(&ws->gens_lock);
 	info->nr_watches = atomic_read(&ws->nr_watches);
-	spin_lock_irq(&ws->ev_lock);
+	spin_lock(&ws->ev_lock);
 	info->nr_invalidated = ws->nr_invalidated;
-	spin_unlock_irq(&ws->ev_lock);
+	spin_unlock(&ws->ev_lock);
 	for (i = 0; i < MREG_WATCH_NR_KINDS; i++)
 		info->events[i] = atomic64_read(&ws->events[i]);
 	return mreg_ucmd_respond(ucmd, sizeof(*info));
@@ -312,22 +384,30 @@ void mreg_watch_set_release(struct mreg_watch_set *ws)
 	mutex_destroy(&ws->lock);
 }
 
-/* Read-only, whole, at offset 0; never writable, not even by mprotect. */
+/*
+ * Read-only, shared, at offset 0; never writable or executable, not even
+ * by mprotect(). Inherited over fork (the child sees the parent's
+ * generations, of the parent's memory).
+ */
 int mreg_watch_mmap(struct mreg_watch_set *ws, struct vm_area_struct *vma)
 {
 	unsigned long pages = vma_pages(vma);
 	int ret;
 
-	if (vma->vm_pgoff || (vma->vm_flags & VM_WRITE))
+	if (vma->vm_pgoff || (vma->vm_flags & (VM_WRITE | VM_EXEC)))
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+	ret = mreg_watch_bind(ws);
+	if (ret)
+		return ret;
 	mutex_lock(&ws->gens_lock);
 	ret = mreg_gens_alloc(ws);
 	if (!ret && pages > ws->nr_gen_pages)
 		ret = -EINVAL;
 	if (!ret) {
-		vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYWRITE);
+		vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP,
+			     VM_MAYWRITE | VM_MAYEXEC);
 		ret = vm_insert_pages(vma, vma->vm_start, ws->gen_pages,
 				      &pages);
 	}
@@ -342,7 +422,7 @@ static unsigned int mreg_events_take(struct mreg_watch_set *ws,
 	struct mreg_watch_obj *w;
 	unsigned int n = 0;
 
-	spin_lock_irq(&ws->ev_lock);
+	spin_lock(&ws->ev_lock);
 	while (n < max && !list_empty(&ws->pending)) {
 		w = list_first_entry(&ws->pending, struct mreg_watch_obj,
 				     ev_node);
@@ -351,9 +431,10 @@ static unsigned int mreg_events_take(struct mreg_watch_set *ws,
 		ev[n].id = w->id;
 		ev[n].kind = w->kind;
 		ev[n].generation = READ_ONCE(*mreg_gen_slot(ws, w->id));
+		ev[n].user_data = w->user_data;
 		n++;
 	}
-	spin_unlock_irq(&ws->ev_lock);
+	spin_unlock(&ws->ev_lock);
 	return n;
 }
 
@@ -368,16 +449,13 @@ static void mreg_events_requeue(struct mreg_watch_set *ws,
 	 * Under ev_lock a watch found in the array cannot be freed: UNWATCH
 	 * erases it first, then takes ev_lock to unqueue it.
 	 */
-	spin_lock_irq(&ws->ev_lock);
+	spin_lock(&ws->ev_lock);
 	while (n--) {
 		w = xa_load(&ws->watches, ev[n].id);
-		if (!w || w->queued)
-			continue;
-		w->queued = true;
-		w->kind = ev[n].kind;
-		list_add(&w->ev_node, &ws->pending);
+		if (w && !w->queued)
+			mreg_event_queue(ws, w, ev[n].kind, true);
 	}
-	spin_unlock_irq(&ws->ev_lock);
+	spin_unlock(&ws->ev_lock);
 }
 
 ssize_t mreg_watch_read(struct mreg_watch_set *ws, char __user *buf,
@@ -388,6 +466,9 @@ ssize_t mreg_watch_read(struct mreg_watch_set *ws, char __user *buf,
 	unsigned int n;
 	int ret;
 
+	ret = mreg_watch_owner(ws);
+	if (ret)
+		return ret;
 	if (!max)
 		return -EINVAL;
 	while (done < max) {
@@ -420,9 +501,9 @@ __poll_t mreg_watch_poll(struct mreg_watch_set *ws, struct file *filp,
 	__poll_t mask = 0;
 
 	poll_wait(filp, &ws->wq, wait);
-	spin_lock_irq(&ws->ev_lock);
+	spin_lock(&ws->ev_lock);
 	if (!list_empty(&ws->pending))
 		mask = EPOLLIN | EPOLLRDNORM;
-	spin_unlock_irq(&ws->ev_lock);
+	spin_unlock(&ws->ev_lock);
 	return mask;
 }

@@ -401,11 +401,13 @@ struct mreg_read {
  * whenever an event is queued.  When the kernel changes what the range
  * maps (munmap, mremap, MAP_FIXED or shmat over it, MADV_DONTNEED, a
  * hole punched in its file, page replacement, migration, exit), the
- * module bumps gens[id] with a store-release before the change completes,
- * so a cache that loads gens[id] with acquire semantics after the
- * unmapping call returned sees it without a system call, and queues one
- * struct mreg_watch_event (coalesced per watch until read) for read(2)
- * and poll(2) on the file.
+ * module bumps gens[id] in the context making the change, before the page
+ * tables change, and queues one struct mreg_watch_event (coalesced per
+ * watch until read) for read(2) and poll(2) on the file.  When the change
+ * is a system call, the bump is so ordered before its return: the thread
+ * that made it, and any thread that synchronises with that thread
+ * afterwards, sees it with a plain load, no system call.  The slots are
+ * 64-bit: a 32-bit process must load them with one 64-bit atomic load.
  *
  * Events that cannot change the pages a range maps are ignored and only
  * counted: protection changes (mprotect, fork's write-protection for COW,
@@ -415,15 +417,23 @@ struct mreg_read {
  * failing to unmap one): they invalidate all the same, as the module
  * cannot know, and are counted by kind in MREG_IOC_WATCH_INFO.
  *
- * A file watches one mm, the one of its first WATCH; slots are reused
- * after UNWATCH, their generations never go back. Watches are kernel
+ * A file watches one mm, the one of its first WATCH or mmap(); WATCH,
+ * UNWATCH, read(2) and mmap() from another mm (a forked child, a process
+ * the fd was passed to) fail with EPERM.  The mapping itself is inherited
+ * over fork: a child sees its parent's generations.  Slots are reused
+ * after UNWATCH, their generations never go back, and @user_data tells
+ * an event of the old watch from one of the new.  Watches are kernel
  * memory charged to the caller's memory cgroup and capped per file by the
  * module parameter max_watches_per_file.
  */
 
 /**
- * enum mreg_watch_kind - what changed a watched range (the kernel's enum
- * mmu_notifier_event, as ABI)
+ * enum mreg_watch_kind - what changed a watched range: the kernel's
+ * classification of the invalidation (enum mmu_notifier_event), for
+ * statistics and diagnosis only.  It is advisory: the kernel's own
+ * labels change between versions (a kind this module does not know is
+ * reported as CLEAR), so a cache must treat every event as an
+ * invalidation and never decide by kind.
  * @MREG_WATCH_UNMAP: munmap(), mremap(), mmap(MAP_FIXED) over the range
  * @MREG_WATCH_CLEAR: page table entries cleared (MADV_DONTNEED, truncation
  *                    or hole punch, reclaim, migration, COW, KSM, THP split)
@@ -453,11 +463,14 @@ enum mreg_watch_kind {
  * struct mreg_watch - ioctl(MREG_IOC_WATCH)
  * @size: sizeof(struct mreg_watch)
  * @flags: must be 0
- * @addr: start of the range, any byte address
+ * @addr: start of the range, any byte address (a tagged pointer is
+ *        untagged, as GUP does)
  * @length: bytes, > 0; the watch covers every page the range touches
+ * @user_data: the caller's, echoed in each event of this watch
  * @out_id: out, the watch's slot in the generation array (>= 1)
  * @__reserved: must be 0
- * @out_generation: out, gens[@out_id] when the watch took effect: a
+ * @out_generation: out, gens[@out_id] once no invalidation of the range
+ *                  is running (WATCH waits for one that is): a
  *                  registration made after WATCH returned is current as
  *                  long as gens[@out_id] still equals it
  *
@@ -471,6 +484,7 @@ struct mreg_watch {
 	__u32 flags;
 	__aligned_u64 addr;
 	__aligned_u64 length;
+	__aligned_u64 user_data;
 	__u32 out_id;
 	__u32 __reserved;
 	__aligned_u64 out_generation;
@@ -488,7 +502,7 @@ struct mreg_watch {
  * Removes the watch once no invalidation of it is running, and drops its
  * queued event. The slot may be reused by the next WATCH.
  *
- * Errors: ENOENT (no such watch).
+ * Errors: ENOENT (no such watch), EPERM (another mm's file).
  */
 struct mreg_unwatch {
 	__u32 size;
@@ -529,15 +543,18 @@ struct mreg_watch_info {
  * @id: the watch invalidated
  * @kind: enum mreg_watch_kind of the first event since the last read
  * @generation: gens[@id] when the record was read
+ * @user_data: the watch's, from MREG_IOC_WATCH
  *
  * read(2) returns whole records, at least one: it blocks until one is
  * queued, or fails with EAGAIN under O_NONBLOCK; EINVAL if the buffer
- * holds less than one record. poll(2) gives EPOLLIN while one is queued.
+ * holds less than one record; EPERM from another mm. poll(2) gives
+ * EPOLLIN while one is queued.
  */
 struct mreg_watch_event {
 	__u32 id;
 	__u32 kind;
 	__aligned_u64 generation;
+	__aligned_u64 user_data;
 };
 
 #endif /* _UAPI_MREG_H */

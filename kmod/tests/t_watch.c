@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -24,16 +25,23 @@
 static int fd;
 static const volatile uint64_t *gens;
 static size_t map_len;
+static uint64_t udata[64]; /* id -> the user_data of its current watch */
+static int racing;
 
 static uint32_t watch(void *addr, uint64_t len, uint64_t *gen)
 {
 	struct mreg_watch w = { .size = sizeof(w), .addr = (uintptr_t)addr,
 				.length = len };
+	static uint64_t serial;
 
+	w.user_data = ++serial;
 	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_WATCH, &w), 0, "WATCH");
+	MT_CHECK(w.out_id < 64, "id %u", w.out_id);
+	udata[w.out_id] = w.user_data;
 	MT_CHECK(w.out_id >= 1, "id %u", w.out_id);
 	*gen = w.out_generation;
-	MT_CHECK(gens[w.out_id] == *gen, "gens[%u] %llu, WATCH said %llu",
+	/* watch_race's zapper may bump it right away. */
+	MT_CHECK(racing || gens[w.out_id] == *gen, "gens[%u] %llu, WATCH said %llu",
 		 w.out_id, (unsigned long long)gens[w.out_id],
 		 (unsigned long long)*gen);
 	return w.out_id;
@@ -53,6 +61,8 @@ static void info(struct mreg_watch_info *wi)
 	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_WATCH_INFO, wi), 0, "WATCH_INFO");
 }
 
+static uint32_t last_kind;
+
 /* Events queued now, without blocking: their ids into @ids. */
 static int drain(uint32_t *ids, int max)
 {
@@ -66,8 +76,13 @@ static int drain(uint32_t *ids, int max)
 	n = read(fd, ev, sizeof(ev));
 	MT_CHECK(n > 0 && n % sizeof(ev[0]) == 0, "read: %zd (%s)", n,
 		 strerror(errno));
-	for (i = 0; i < n / (ssize_t)sizeof(ev[0]) && i < max; i++)
+	for (i = 0; i < n / (ssize_t)sizeof(ev[0]) && i < max; i++) {
 		ids[i] = ev[i].id;
+		MT_CHECK(ev[i].id < 64 && ev[i].user_data == udata[ev[i].id],
+			 "event of %u carries user_data %llu", ev[i].id,
+			 (unsigned long long)ev[i].user_data);
+		last_kind = ev[i].kind;
+	}
 	return i;
 }
 
@@ -83,18 +98,25 @@ static void *anon(size_t len)
 
 /* One change of the memory under a watch: invalidated or not, and one
  * event for the watch exactly when invalidated. */
-static void expect(const char *what, uint32_t id, uint64_t gen, int changed)
+static void expect(const char *what, uint32_t id, uint64_t gen, int changed,
+		   uint64_t seq0, int kind)
 {
 	uint32_t ids[64];
 	int n = drain(ids, 64);
 
 	if (changed) {
+		MT_CHECK(gens[0] == seq0 + 1, "%s: gens[0] %llu, want %llu", what,
+			 (unsigned long long)gens[0],
+			 (unsigned long long)seq0 + 1);
+		MT_CHECK(kind < 0 || last_kind == (uint32_t)kind,
+			 "%s: kind %u, want %d", what, last_kind, kind);
 		MT_CHECK(gens[id] > gen, "%s: gens[%u] still %llu", what, id,
 			 (unsigned long long)gen);
 		MT_CHECK(n == 1 && ids[0] == id,
 			 "%s: %d events (first id %u), want one for %u", what,
 			 n, n ? ids[0] : 0, id);
 	} else {
+		MT_CHECK(gens[0] == seq0, "%s: gens[0] moved", what);
 		MT_CHECK(gens[id] == gen, "%s: gens[%u] moved to %llu", what,
 			 id, (unsigned long long)gens[id]);
 		MT_CHECK(n == 0, "%s: %d events for an unchanged range", what,
@@ -129,14 +151,15 @@ static void ch_mprotect(char *p)
 }
 static void ch_neighbour(char *p) { munmap(p + LEN, MT_PAGE); }
 
-static void one(const char *what, change_fn fn, int changed)
+static void one(const char *what, change_fn fn, int changed, int kind)
 {
 	char *p = anon(LEN + MT_PAGE);
-	uint64_t gen;
+	uint64_t gen, seq0;
 	uint32_t id = watch(p, LEN, &gen);
 
+	seq0 = gens[0];
 	fn(p);
-	expect(what, id, gen, changed);
+	expect(what, id, gen, changed, seq0, kind);
 	MT_EXPECT_ERR(unwatch(id), 0, "UNWATCH");
 	munmap(p, LEN + MT_PAGE);
 }
@@ -144,7 +167,7 @@ static void one(const char *what, change_fn fn, int changed)
 static void memfd_punch(void)
 {
 	int mfd = memfd_create("watch", MFD_CLOEXEC);
-	uint64_t gen;
+	uint64_t gen, seq0;
 	uint32_t id;
 	char *p;
 
@@ -153,9 +176,11 @@ static void memfd_punch(void)
 	MT_CHECK(p != MAP_FAILED, "mmap memfd");
 	memset(p, 1, LEN);
 	id = watch(p, LEN, &gen);
+	seq0 = gens[0];
 	MT_CHECK(!fallocate(mfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
 			    MT_PAGE), "punch");
-	expect("hole punched in shared memfd", id, gen, 1);
+	expect("hole punched in shared memfd", id, gen, 1, seq0,
+	       MREG_WATCH_CLEAR);
 	unwatch(id);
 	munmap(p, LEN);
 	close(mfd);
@@ -168,7 +193,7 @@ static void fork_pinned(void)
 {
 	char *p = anon(LEN);
 	struct mreg_pin pin;
-	uint64_t gen;
+	uint64_t gen, seq0;
 	uint32_t id;
 	int st;
 	pid_t pid;
@@ -180,14 +205,27 @@ static void fork_pinned(void)
 	if (!pid) {
 		struct mreg_watch w = { .size = sizeof(w),
 					.addr = (uintptr_t)p, .length = LEN };
+		struct mreg_watch_event ev;
 
 		memset(p, 3, LEN);
-		_exit(ioctl(fd, MREG_IOC_WATCH, &w) && errno == EPERM ? 0 : 1);
+		if (!ioctl(fd, MREG_IOC_WATCH, &w) || errno != EPERM)
+			_exit(1);
+		if (unwatch(id) != -EPERM)
+			_exit(2);
+		if (read(fd, &ev, sizeof(ev)) >= 0 || errno != EPERM)
+			_exit(3);
+		if (mmap(NULL, MT_PAGE, PROT_READ, MAP_SHARED, fd, 0) !=
+		    MAP_FAILED || errno != EPERM)
+			_exit(4);
+		_exit(0);
 	}
+	seq0 = gens[0];
 	memset(p, 2, LEN);
 	MT_CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-		 !WEXITSTATUS(st), "child: WATCH on the parent's file not EPERM");
-	expect("fork, writes in both", id, gen, 0);
+		 !WEXITSTATUS(st),
+		 "child: WATCH/UNWATCH/read/mmap on the parent's file not EPERM (step %d)",
+		 WEXITSTATUS(st));
+	expect("fork, writes in both", id, gen, 0, seq0, -1);
 	unwatch(id);
 	mt_unpin(fd, pin.out_handle);
 	munmap(p, LEN);
@@ -230,10 +268,75 @@ static void reuse(void)
 	MT_EXPECT_ERR(unwatch(a), -ENOENT, "UNWATCH twice");
 	p = anon(LEN);
 	b = watch(p, LEN, &g2);
-	MT_CHECK(b != a || g2 > g1, "slot %u reused with generation %llu",
-		 b, (unsigned long long)g2);
+	MT_CHECK(b == a, "slot %u not reused (got %u)", a, b);
+	MT_CHECK(g2 > g1, "slot %u reused with generation %llu <= %llu", b,
+		 (unsigned long long)g2, (unsigned long long)g1);
 	unwatch(b);
 	munmap(p, LEN);
+}
+
+struct zapper {
+	char *p;
+	volatile int stop;
+};
+
+static void *zap_loop(void *arg)
+{
+	struct zapper *z = arg;
+
+	while (!z->stop) {
+		madvise(z->p, MT_PAGE, MADV_DONTNEED);
+		z->p[0] = 1;
+	}
+	return NULL;
+}
+
+/*
+ * WATCH racing an invalidation already under way: whenever gens[id] has
+ * not moved since WATCH, the page pinned after WATCH must be the page
+ * mapped now. A WATCH that took its generation while a zap was running
+ * (and so missed it) would show a pinned page that is no longer mapped.
+ */
+static void watch_race(void)
+{
+	struct zapper z = { .p = anon(MT_PAGE) };
+	unsigned long i, n = mt_env_ulong("MREG_WATCH_RACE", 3000), checked = 0;
+	struct mreg_extent *e;
+	struct mreg_pin pin;
+	uint64_t gen, ne, mapped;
+	pthread_t th;
+	uint32_t id;
+
+	if (!mt_is_root()) {
+		printf("  watch race: skipped (PFNs need root)\n");
+		return;
+	}
+	racing = 1;
+	pthread_create(&th, NULL, zap_loop, &z);
+	for (i = 0; i < n; i++) {
+		id = watch(z.p, MT_PAGE, &gen);
+		if (mt_pin(fd, (uintptr_t)z.p, MT_PAGE, 0, 0, &pin) == 0) {
+			e = mt_query(fd, pin.out_handle, &ne);
+			mapped = mt_pfn(z.p);
+			if (e && ne == 1 && gens[id] == gen) {
+				MT_CHECK(e[0].phys >> 12 == mapped,
+					 "round %lu: pinned pfn %#llx, mapped %#llx, generation unchanged",
+					 i, (unsigned long long)(e[0].phys >> 12),
+					 (unsigned long long)mapped);
+				checked++;
+			}
+			free(e);
+			mt_unpin(fd, pin.out_handle);
+		}
+		unwatch(id);
+		drain((uint32_t[64]){ 0 }, 64);
+	}
+	z.stop = 1;
+	pthread_join(th, NULL);
+	racing = 0;
+	munmap(z.p, MT_PAGE);
+	printf("  %-28s %lu rounds, %lu with the generation unchanged: pinned == mapped\n",
+	       "WATCH racing MADV_DONTNEED", n, checked);
 }
 
 static void mapping_rules(void)
@@ -317,17 +420,18 @@ int main(void)
 	map_len = ((wi.max_watches + 1) * 8 + page - 1) & ~(page - 1);
 	gens = mmap(NULL, map_len, PROT_READ, MAP_SHARED, fd, 0);
 	MT_CHECK(gens != MAP_FAILED, "mmap generations: %s", strerror(errno));
-	one("munmap", ch_munmap, 1);
-	one("mmap(MAP_FIXED) over", ch_fixed, 1);
-	one("mremap away", ch_mremap, 1);
-	one("MADV_DONTNEED", ch_dontneed, 1);
-	one("partial munmap", ch_partial, 1);
-	one("mprotect round trip", ch_mprotect, 0);
-	one("munmap of a neighbour", ch_neighbour, 0);
+	one("munmap", ch_munmap, 1, MREG_WATCH_UNMAP);
+	one("mmap(MAP_FIXED) over", ch_fixed, 1, MREG_WATCH_UNMAP);
+	one("mremap away", ch_mremap, 1, MREG_WATCH_UNMAP);
+	one("MADV_DONTNEED", ch_dontneed, 1, MREG_WATCH_CLEAR);
+	one("partial munmap", ch_partial, 1, MREG_WATCH_UNMAP);
+	one("mprotect round trip", ch_mprotect, 0, -1);
+	one("munmap of a neighbour", ch_neighbour, 0, -1);
 	memfd_punch();
 	fork_pinned();
 	coalesced();
 	reuse();
+	watch_race();
 	mapping_rules();
 	bad_input();
 	cap();
