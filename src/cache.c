@@ -298,14 +298,84 @@ static void entry_publish(struct mreg_cache *c, struct mreg_cache_entry *e)
 	c->st.misses++;
 }
 
+/* One idle entry out, for room in the domain: false if none is idle. */
+static bool evict_oldest_idle(struct mreg_cache *c)
+{
+	struct mreg_cache_entry *reap_list = NULL;
+	bool any;
+
+	pthread_mutex_lock(&c->lock);
+	any = c->lru.next != &c->lru;
+	if (any) {
+		c->st.evicted++;
+		entry_unlink(c, c->lru.next, &reap_list);
+	}
+	reap_locked_list(c, reap_list);
+	pthread_mutex_unlock(&c->lock);
+	reap(c, reap_list);
+	return any;
+}
+
+struct merge {
+	struct mreg_cache *c;
+	uint64_t a, b;
+	struct mreg_cache_entry *idle[16];
+	int nr_idle;
+};
+
+static bool merge_one(struct mreg_itree_node *n, void *ctx)
+{
+	struct mreg_cache_entry *e = (struct mreg_cache_entry *)n;
+	struct merge *m = ctx;
+
+	if (!entry_current(m->c, e))
+		return false;
+	if (e->node.start < m->a)
+		m->a = e->node.start;
+	if (e->node.end > m->b)
+		m->b = e->node.end;
+	if (!e->refs && m->nr_idle < 16)
+		m->idle[m->nr_idle++] = e;
+	return false;
+}
+
+/*
+ * A miss registers the union of the range and the current entries it
+ * overlaps, as UCX's rcache merges: slices of one buffer converge on one
+ * entry over the buffer, and later slices hit. Every part of the union
+ * is mapped (each is covered by the range or by a current entry), and
+ * the idle entries it subsumes leave.
+ */
+static void merge_range(struct mreg_cache *c, uint64_t *a, uint64_t *b)
+{
+	struct merge m = {.c = c, .a = *a, .b = *b};
+	struct mreg_cache_entry *reap_list = NULL;
+	int i;
+
+	pthread_mutex_lock(&c->lock);
+	mreg_itree_find_overlapping(&c->tree, *a, *b, merge_one, &m);
+	for (i = 0; i < m.nr_idle; i++)
+		entry_unlink(c, m.idle[i], &reap_list);
+	reap_locked_list(c, reap_list);
+	pthread_mutex_unlock(&c->lock);
+	reap(c, reap_list);
+	*a = m.a;
+	*b = m.b;
+}
+
 static int cache_miss(struct mreg_cache *c, uint64_t a, uint64_t b,
 		      struct mreg_cache_entry **out)
 {
 	struct mreg_cache_entry *e = NULL, *reap_list = NULL;
 	int ret, tries;
 
+	merge_range(c, &a, &b);
 	for (tries = 0; tries < CACHE_RETRIES; tries++) {
 		ret = entry_create(c, a, b, &e);
+		/* The domain is full (io_uring's table): idle entries go,
+		 * oldest first, before the caller hears of it. */
+		while (ret == -ENOSPC && evict_oldest_idle(c))
+			ret = entry_create(c, a, b, &e);
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&c->lock);
@@ -426,9 +496,16 @@ MREG_EXPORT int mreg_cache_stats(struct mreg_cache *c,
 	if (st->size < CACHE_STATS_SIZE_V1 || st->size > MREG_OUT_SIZE_MAX)
 		return mreg_fail(-EINVAL, "cache stats: size %u (need >= %u)",
 				 st->size, CACHE_STATS_SIZE_V1);
+	struct mreg_cache_entry *reap_list = NULL;
+
+	if (c->mon.ops->sync)
+		c->mon.ops->sync(&c->mon);
 	pthread_mutex_lock(&c->lock);
+	drain_events(c, &reap_list);
+	reap_locked_list(c, reap_list);
 	now = c->st;
 	pthread_mutex_unlock(&c->lock);
+	reap(c, reap_list);
 	if (c->mon.ops->counts)
 		c->mon.ops->counts(&c->mon, now.events);
 	now.size = st->size;
@@ -493,6 +570,13 @@ static int check_attr(const struct mreg_domain *d,
 	if (a->monitor > MREG_CACHE_MONITOR_UFFD)
 		return mreg_fail(-EINVAL, "cache open: monitor %u unknown",
 				 a->monitor);
+	if ((a->comp_mask & MREG_CACHE_ATTR_KMOD_FD) &&
+	    a->monitor == MREG_CACHE_MONITOR_UFFD)
+		return mreg_fail(-EINVAL,
+				 "cache open: kmod_fd given with monitor UFFD");
+	if (a->reserved)
+		return mreg_fail(-EINVAL, "cache open: reserved is %u, not 0",
+				 a->reserved);
 	return 0;
 }
 
@@ -526,6 +610,9 @@ MREG_EXPORT int mreg_cache_open(struct mreg_domain *d,
 		free(c);
 		return ret;
 	}
+	mreg_domain_lock(d);
+	d->nr_caches++;
+	mreg_domain_unlock(d);
 	*out = c;
 	return 0;
 }
@@ -545,6 +632,9 @@ MREG_EXPORT int mreg_cache_close(struct mreg_cache *c)
 	/* Stale entries left the tree and the LRU when their last put ran. */
 	mreg_cache_flush(c);
 	c->mon.ops->close(&c->mon);
+	mreg_domain_lock(c->domain);
+	c->domain->nr_caches--;
+	mreg_domain_unlock(c->domain);
 	free(c->by_id);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

@@ -128,6 +128,7 @@ struct mreg_domain {
 	uint32_t access;
 	pthread_mutex_t lock;
 	uint32_t nr_regions; /* registered or being registered */
+	uint32_t nr_caches;  /* registration caches open on it (cache.c) */
 	/* Failed registrations whose pieces could not all be undone: kept,
 	 * counted in nr_regions, and tried again at close. */
 	struct mreg_region *stuck;

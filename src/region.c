@@ -202,14 +202,20 @@ static uint32_t retry_stuck(struct mreg_domain *d)
 
 MREG_EXPORT int mreg_domain_close(struct mreg_domain *d)
 {
-	uint32_t busy;
+	uint32_t busy, caches;
 
 	if (!d)
 		return 0;
 	retry_stuck(d);
 	mreg_domain_lock(d);
 	busy = d->nr_regions;
+	caches = d->nr_caches;
 	mreg_domain_unlock(d);
+	if (caches)
+		return mreg_fail(-EBUSY,
+				 "domain: %u registration cache(s) open on it: "
+				 "mreg_cache_close() first",
+				 caches);
 	if (busy && d->stuck)
 		return mreg_fail(
 			-EBUSY,

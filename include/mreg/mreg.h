@@ -482,12 +482,14 @@ int mreg_region_pieces(const struct mreg_region *region,
  * Registration cache: many transfers from the same buffers register once.
  *
  * mreg_cache_get() returns a registered region of the cache's domain that
- * covers [addr, addr+len) (whole pages around it) and describes the memory
- * mapped there *now*: an entry whose memory changed since it was
- * registered (munmap, mremap, mmap(MAP_FIXED), shmat, MADV_DONTNEED, brk,
- * a hole punched in its file, ...) is never returned, however the change
- * was made (libc, raw syscall, another thread). Who tells the cache is
- * its monitor:
+ * covers [addr, addr+len) (whole pages around it, and any current entries
+ * the range overlaps: a miss registers their union, as UCX's rcache does)
+ * and describes the memory mapped there *now*: an entry whose memory
+ * changed since it was registered (munmap, mremap, mmap(MAP_FIXED),
+ * shmat, MADV_DONTNEED, brk, a hole punched in its file, ...) is never
+ * returned, however the change was made (libc, raw syscall, another
+ * thread), with the KMOD monitor; UFFD's exceptions are below. Who tells
+ * the cache is its monitor:
  *
  *  - KMOD: mreg.ko's watches (include/uapi/mreg.h): an mmu interval
  *    notifier per entry bumps a generation the cache reads from a
@@ -497,9 +499,11 @@ int mreg_region_pieces(const struct mreg_region *region,
  *    or reclaim giving up on a pinned page), counted in the stats.
  *  - UFFD: without the module, userfaultfd's non-cooperative events
  *    (UNMAP, REMAP, REMOVE) on the cached ranges, read by a thread of the
- *    cache. Blind, as the kernel sends no event there, to shmdt(),
- *    shmat(SHM_REMAP) and hole punches or truncation of a file mapped
- *    shared; see mreg_cache_open(3) for the full list and its costs.
+ *    cache. Blind, as the kernel sends no event there, to
+ *    shmat(SHM_REMAP) over a range and hole punches or truncation of a
+ *    file mapped shared; and to one window: another thread mapping and
+ *    filling an address while a munmap() of it is still in flight in a
+ *    first thread. See mreg_cache_open(3) for the list and its costs.
  *  - AUTO: KMOD when /dev/mreg can be opened, else UFFD.
  *
  * A range the monitor cannot watch (UFFD: SysV shm, files other than
@@ -507,9 +511,18 @@ int mreg_region_pieces(const struct mreg_region *region,
  * its put, and counted as uncached.
  *
  * A region from the cache belongs to the cache: give it back with
- * mreg_cache_put(), never mreg_region_deregister() (-EBUSY). Unreferenced
- * entries stay registered, least recently used first out, within
- * max_entries and max_bytes.
+ * mreg_cache_put(), exactly once per successful get (holders of one
+ * entry share one region object, so an extra put cannot be told from
+ * another holder's and drops its reference), never with
+ * mreg_region_deregister() (-EBUSY). A region in pieces (io_uring: 1 GiB
+ * per fixed buffer) must be used piece by piece, see
+ * mreg_region_pieces(): a cached entry may be larger than what was asked.
+ * Unreferenced entries stay registered, least recently used first out,
+ * within max_entries and max_bytes, and leave early when the domain is
+ * full (-ENOSPC from io_uring's table) and when their memory changes; the
+ * pins of memory unmapped under an idle entry go at the cache's next
+ * call. mreg_domain_close() refuses (-EBUSY) while a cache is open on
+ * the domain.
  *
  * Threads: every call may be made from any thread at once, except
  * mreg_cache_close(), which must not race the others on its cache. A

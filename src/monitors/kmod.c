@@ -49,8 +49,12 @@ static int kmod_open_fd(struct kmod_monitor *k, const struct mreg_cache_attr *a)
 static int kmod_map(struct kmod_monitor *k, struct mreg_monitor *m)
 {
 	struct mreg_watch_info info = {.size = sizeof(info)};
+	struct mreg_info mi = {.size = sizeof(mi)};
 	long page = sysconf(_SC_PAGESIZE);
 
+	if (ioctl(k->fd, MREG_IOC_INFO, &mi))
+		return mreg_fail(-errno, "cache: kmod fd %d is not /dev/mreg: %s",
+				 k->fd, strerror(errno));
 	if (ioctl(k->fd, MREG_IOC_WATCH_INFO, &info))
 		return mreg_fail(
 			errno == ENOTTY ? -EOPNOTSUPP : -errno,

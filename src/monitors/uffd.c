@@ -13,10 +13,13 @@
  * go unseen); pagemap shows no PFNs without CAP_SYS_ADMIN, so a cache
  * could not compare pages at all.
  *
- * What it cannot see, as the kernel sends no event: shmdt() and
- * shmat(SHM_REMAP) over a range (ipc/shm.c passes no userfaultfd list),
- * a hole punched in, or truncation of, a file or memfd mapped shared, and
- * page replacement that keeps the VMA. mreg_cache_open(3) lists them.
+ * What it cannot see, as the kernel sends no event: shmat(SHM_REMAP)
+ * over a range (ipc/shm.c maps without the userfaultfd unmap list), a
+ * hole punched in, or truncation of, a file or memfd mapped shared, and
+ * page replacement that keeps the VMA. And one window: the kernel queues
+ * UNMAP only after munmap() has dropped the mmap lock, so while one
+ * thread's munmap() is between the two, another thread can map the same
+ * address, fill it and get the old entry. mreg_cache_open(3) lists them.
  *
  * The kernel holds the unmapping thread until the event is read; it
  * returns as soon as read() has dequeued it, possibly before this thread
@@ -68,8 +71,13 @@ struct uffd_monitor {
 	bool thread_started;
 	uint64_t features; /* what UFFDIO_API granted */
 	/* The watches, free ids and the event queue; never held across a
-	 * system call or an allocation. */
+	 * system call or an allocation: the thread takes it. */
 	pthread_mutex_t lock;
+	/* Orders UFFDIO_REGISTER of a new watch against UFFDIO_UNREGISTER of
+	 * an overlapping old one, so that an unregister cannot strip a range
+	 * registered after its overlap check. Taken before @lock; never by
+	 * the thread. */
+	pthread_mutex_t reg_lock;
 	struct mreg_itree tree;
 	struct uffd_watch *watches; /* [UFFD_MAX_WATCHES + 1] */
 	uint32_t *free_ids, nr_free;
@@ -257,6 +265,7 @@ static void uffd_close(struct mreg_monitor *m)
 	if (u->stopfd >= 0)
 		close(u->stopfd);
 	pthread_mutex_destroy(&u->lock);
+	pthread_mutex_destroy(&u->reg_lock);
 	free(u->watches);
 	free(u->free_ids);
 	free(u->gens);
@@ -292,6 +301,7 @@ static int uffd_open(struct mreg_monitor *m, const struct mreg_cache_attr *a)
 		return mreg_fail(-ENOMEM, "cache: out of memory");
 	u->uffd = u->stopfd = -1;
 	pthread_mutex_init(&u->lock, NULL);
+	pthread_mutex_init(&u->reg_lock, NULL);
 	m->priv = u;
 	ret = uffd_create(u);
 	if (!ret)
@@ -333,6 +343,8 @@ static int uffd_register(struct uffd_monitor *u, uint64_t start, uint64_t len)
 	return -EOPNOTSUPP;
 }
 
+static void unwatch_locked(struct uffd_monitor *u, uint32_t id);
+
 static int uffd_watch(struct mreg_monitor *m, uint64_t start, uint64_t len,
 		      uint32_t *id, uint64_t *gen)
 {
@@ -340,9 +352,11 @@ static int uffd_watch(struct mreg_monitor *m, uint64_t start, uint64_t len,
 	struct uffd_watch *w;
 	int ret;
 
+	pthread_mutex_lock(&u->reg_lock);
 	pthread_mutex_lock(&u->lock);
 	if (!u->nr_free) {
 		pthread_mutex_unlock(&u->lock);
+		pthread_mutex_unlock(&u->reg_lock);
 		return mreg_fail(-ENOSPC,
 				 "cache: uffd monitor: %u watches in use",
 				 UFFD_MAX_WATCHES);
@@ -359,7 +373,8 @@ static int uffd_watch(struct mreg_monitor *m, uint64_t start, uint64_t len,
 	/* After the insert: an event from here on bumps the generation. */
 	ret = uffd_register(u, start, len);
 	if (ret)
-		m->ops->unwatch(m, *id);
+		unwatch_locked(u, *id);
+	pthread_mutex_unlock(&u->reg_lock);
 	return ret;
 }
 
@@ -378,10 +393,10 @@ static bool other_overlaps(struct mreg_itree_node *n, void *arg)
 	return true;
 }
 
-/* The range stays registered while another watch overlaps it. */
-static void uffd_unwatch(struct mreg_monitor *m, uint32_t id)
+/* Under reg_lock. The range stays registered while another watch
+ * overlaps it. */
+static void unwatch_locked(struct uffd_monitor *u, uint32_t id)
 {
-	struct uffd_monitor *u = m->priv;
 	struct uffd_watch *w = &u->watches[id];
 	struct overlap_ctx ctx = {.self = id};
 	struct uffdio_range r;
@@ -400,6 +415,15 @@ static void uffd_unwatch(struct mreg_monitor *m, uint32_t id)
 	/* Errors are expected: the range is usually unmapped by now. */
 	if (!ctx.found)
 		ioctl(u->uffd, UFFDIO_UNREGISTER, &r);
+}
+
+static void uffd_unwatch(struct mreg_monitor *m, uint32_t id)
+{
+	struct uffd_monitor *u = m->priv;
+
+	pthread_mutex_lock(&u->reg_lock);
+	unwatch_locked(u, id);
+	pthread_mutex_unlock(&u->reg_lock);
 }
 
 static int uffd_events(struct mreg_monitor *m, uint32_t *ids, int max)
