@@ -53,7 +53,7 @@ struct run {
 	int memfd;
 	char *check;
 	uint64_t seed;
-	uint64_t reg_ns; /* in get+put, or register+deregister */
+	uint64_t reg_ns;	     /* in get+put, or register+deregister */
 	struct mreg_folio_hist hist; /* of every buffer allocated, summed */
 	int verified;		     /* each read exactly (pagemap) */
 };
@@ -188,7 +188,8 @@ static int one_run(const struct opts *o, int cached, uint64_t *ns,
 		if (rnd(r) % 4)
 			ret = transfer(r, r->buf[b], (unsigned int)o->size);
 		else
-			ret = transfer(r, r->buf[b] + rnd(r) % (o->size - SLICE),
+			ret = transfer(r,
+				       r->buf[b] + rnd(r) % (o->size - SLICE),
 				       SLICE - (unsigned int)(rnd(r) % 4096));
 	}
 	*ns = (now_ns() - t0) / (uint64_t)o->transfers;
@@ -217,22 +218,38 @@ static int parse(int argc, char **argv, struct opts *o)
 {
 	int c;
 
-	*o = (struct opts){.bufs = 8, .size = 4u << 20, .transfers = 2000,
-			   .free_every = 200, .runs = 5};
+	*o = (struct opts){.bufs = 8,
+			   .size = 4u << 20,
+			   .transfers = 2000,
+			   .free_every = 200,
+			   .runs = 5};
 	while ((c = getopt(argc, argv, "b:s:n:f:r:")) != -1) {
 		switch (c) {
-		case 'b': o->bufs = atoi(optarg); break;
-		case 's': o->size = (size_t)atoi(optarg) << 20; break;
-		case 'n': o->transfers = atoi(optarg); break;
-		case 'f': o->free_every = atoi(optarg); break;
-		case 'r': o->runs = atoi(optarg); break;
-		default: return -1;
+		case 'b':
+			o->bufs = atoi(optarg);
+			break;
+		case 's':
+			o->size = (size_t)atoi(optarg) << 20;
+			break;
+		case 'n':
+			o->transfers = atoi(optarg);
+			break;
+		case 'f':
+			o->free_every = atoi(optarg);
+			break;
+		case 'r':
+			o->runs = atoi(optarg);
+			break;
+		default:
+			return -1;
 		}
 	}
 	if (o->bufs < 1 || o->bufs > MAX_BUFS || o->size < 2 * SLICE ||
 	    o->transfers < 1 || o->runs < 1 || o->runs > 99) {
-		fprintf(stderr, "mreg-cache-bench: -b 1..%d, -s >= 1, -n >= 1, "
-				"-r 1..99\n", MAX_BUFS);
+		fprintf(stderr,
+			"mreg-cache-bench: -b 1..%d, -s >= 1, -n >= 1, "
+			"-r 1..99\n",
+			MAX_BUFS);
 		return -1;
 	}
 	return 0;
@@ -273,7 +290,8 @@ int main(int argc, char **argv)
 		       (unsigned long long)ns[o.runs / 2],
 		       (unsigned long long)reg_ns[o.runs / 2]);
 		if (mode)
-			printf(" monitor=%s hits=%llu misses=%llu invalidated=%llu "
+			printf(" monitor=%s hits=%llu misses=%llu "
+			       "invalidated=%llu "
 			       "evicted=%llu",
 			       monitor[st.monitor], (unsigned long long)st.hits,
 			       (unsigned long long)st.misses,

@@ -7,7 +7,9 @@ declare -A PROFILE=(
 	# groff-base: check_install renders every man page with groff.
 	# librte-eal23: the dpdk backend's run-time library (its headers come
 	# from scripts/dpdk-dev.sh, without libdpdk-dev's dependencies).
-	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev dwarves groff-base librte-eal23"
+	# libucx-dev, libfabric-dev: the cache catalogue runs the same cases
+	# against UCX's and libfabric's caches (tests/test_cache_{ucx,ofi}.c).
+	[build]="cmake gcc make pkg-config liburing-dev libibverbs-dev dwarves groff-base librte-eal23 libucx-dev libfabric-dev"
 	[bench]="fio util-linux python3-matplotlib"
 	[format]="clang-format"
 )

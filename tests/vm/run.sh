@@ -24,6 +24,15 @@ make_payload() {
 	for t in register_io_uring vfio_dma rdma_write; do
 		[ ! -x "$build/examples/$t" ] || cp "$build/examples/$t" "$payload/bin/"
 	done
+	# UCX and libfabric load their transports and providers with
+	# dlopen(): ldd of the test binaries does not see them.
+	local multiarch d
+	multiarch=$(gcc -print-multiarch)
+	for d in "/usr/lib/$multiarch/ucx" "/usr/lib/$multiarch/libfabric"; do
+		[ -d "$d" ] || continue
+		mkdir -p "$payload/root$d"
+		cp -a "$d/." "$payload/root$d/"
+	done
 	mkdir -p "$payload/ko"
 	if [ -e "$here/../../kmod/mreg.ko" ]; then
 		cp "$here/../../kmod/mreg.ko" "$payload/ko/"
