@@ -509,3 +509,14 @@ const struct t_case t_cases[] = {
 
 const char *const t_verdict_name[] = {"fresh", "STALE", "error", "void"};
 const size_t t_nr_cases = sizeof(t_cases) / sizeof(t_cases[0]);
+
+void t_catalog_run(struct t_cache *x,
+		   int (*touch)(void *impl, void *p, size_t len))
+{
+	size_t i;
+
+	for (i = 0; i < t_nr_cases; i++)
+		printf("  %-10s %-15s %s\n", x->name, t_cases[i].name,
+		       t_verdict_name[t_cases[i].fn(x)]);
+	t_costs(x->name, touch, x->impl);
+}

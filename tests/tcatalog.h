@@ -78,6 +78,13 @@ void t_catalog_init(void);
 void t_costs(const char *name, int (*touch)(void *impl, void *p, size_t len),
 	     void *impl);
 
+/*
+ * An anchor's whole run: every case, one line each, then t_costs() with
+ * @touch. The anchors' stale hits are their result, not a failure.
+ */
+void t_catalog_run(struct t_cache *x,
+		   int (*touch)(void *impl, void *p, size_t len));
+
 /* Every 8 bytes carry @tag and the page index. */
 void t_fill(void *p, size_t len, uint32_t tag);
 

@@ -154,7 +154,6 @@ int main(int argc, char **argv)
 	struct ofi o = {0};
 	struct t_cache x = {.send = ofi_send, .impl = &o};
 	char name[32];
-	size_t i;
 	int ret;
 
 	t_init("test_cache_ofi");
@@ -168,10 +167,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret;
 	x.scratch = malloc(T_CACHE_MAXLEN);
-	for (i = 0; i < t_nr_cases; i++)
-		printf("  %-10s %-15s %s\n", x.name, t_cases[i].name,
-		       t_verdict_name[t_cases[i].fn(&x)]);
-	t_costs(name, ofi_touch, &o);
+	t_catalog_run(&x, ofi_touch);
 	fi_close(&o.remote_mr->fid);
 	fi_close(&o.ep->fid);
 	fi_close(&o.av->fid);

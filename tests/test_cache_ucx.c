@@ -131,7 +131,6 @@ int main(int argc, char **argv)
 {
 	struct ucx u = {0};
 	struct t_cache x = {.name = "ucx", .send = ucx_send, .impl = &u};
-	size_t i;
 	int ret;
 
 	t_init("test_cache_ucx");
@@ -143,10 +142,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret;
 	x.scratch = malloc(T_CACHE_MAXLEN);
-	for (i = 0; i < t_nr_cases; i++)
-		printf("  %-10s %-15s %s\n", x.name, t_cases[i].name,
-		       t_verdict_name[t_cases[i].fn(&x)]);
-	t_costs("ucx", ucx_touch, &u);
+	t_catalog_run(&x, ucx_touch);
 	ucp_rkey_destroy(u.rkey);
 	ucp_mem_unmap(u.ctx, u.remote_memh);
 	wait_req(&u, ucp_ep_close_nbx(u.ep, &(ucp_request_param_t){0}));
