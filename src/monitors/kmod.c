@@ -53,7 +53,8 @@ static int kmod_map(struct kmod_monitor *k, struct mreg_monitor *m)
 	long page = sysconf(_SC_PAGESIZE);
 
 	if (ioctl(k->fd, MREG_IOC_INFO, &mi))
-		return mreg_fail(-errno, "cache: kmod fd %d is not /dev/mreg: %s",
+		return mreg_fail(-errno,
+				 "cache: kmod fd %d is not /dev/mreg: %s",
 				 k->fd, strerror(errno));
 	if (ioctl(k->fd, MREG_IOC_WATCH_INFO, &info))
 		return mreg_fail(
@@ -113,9 +114,14 @@ static int kmod_watch(struct mreg_monitor *m, uint64_t start, uint64_t len,
 	struct mreg_watch w = {.size = sizeof(w), .addr = start, .length = len};
 
 	if (ioctl(k->fd, MREG_IOC_WATCH, &w))
-		return mreg_fail(-errno, "cache: WATCH 0x%llx len %llu: %s",
-				 (unsigned long long)start,
-				 (unsigned long long)len, strerror(errno));
+		return mreg_fail(
+			-errno, "cache: WATCH 0x%llx len %llu: %s%s",
+			(unsigned long long)start, (unsigned long long)len,
+			strerror(errno),
+			errno == EPERM
+				? " (the cache belongs to another process: a "
+				  "child of fork must open its own)"
+				: "");
 	*id = w.out_id;
 	*gen = w.out_generation;
 	return 0;
