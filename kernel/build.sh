@@ -14,11 +14,11 @@
 #   kernel/build.sh cross arm64|i386
 #                             the same per-patch build for arm64 with contpte
 #                             and i386 with PAE (not in CI) -> build/kernel/cross-*
-#   kernel/build.sh arm64 [stock patched]
-#                             a small arm64 kernel (contpte) of each, booted
-#                             under qemu-system-aarch64: batchedge, the
-#                             gup_test matrix, kbench (not in CI; see
-#                             kernel/tools/arm64.sh) -> build/kernel/arm64-*
+#   kernel/build.sh arm64|i386 [stock patched]
+#                             a small kernel of each for arm64 (contpte) or
+#                             i386 (PAE), booted under qemu TCG: batchedge,
+#                             the gup_test matrix, kbench (not in CI; see
+#                             kernel/tools/smallboot.sh) -> build/kernel/<t>-*
 #   kernel/build.sh selftests gup_test, cow, gup_longterm, iommufd, foliobench
 #                             from the same tree -> build/kernel/payload
 #   kernel/build.sh bench [stock p1 ... patched]
@@ -474,10 +474,10 @@ cmd_cross() {
 	log "cross $target ok: $n patches in $((SECONDS - start)) s"
 }
 
-cmd_arm64() {
-	# shellcheck source=kernel/tools/arm64.sh
-	. "$KDIR/tools/arm64.sh"
-	arm64_main "$@"
+cmd_boot() {
+	# shellcheck source=kernel/tools/smallboot.sh
+	. "$KDIR/tools/smallboot.sh"
+	smallboot_main "$@"
 }
 
 # The kernel's own tests from this tree, then mreg's two guest suites with
@@ -551,10 +551,14 @@ summarize_tests() {
 main() {
 	local cmd
 	[[ $# -gt 0 ]] || usage
-	if [[ $1 == test || $1 == bench || $1 == arm64 ]]; then
+	if [[ $1 == test || $1 == bench ]]; then
 		cmd=$1
 		shift
 		"cmd_$cmd" "$@"
+		return
+	fi
+	if [[ $1 == arm64 || $1 == i386 ]]; then
+		cmd_boot "$@"
 		return
 	fi
 	if [[ $1 == prefix || $1 == cross ]]; then

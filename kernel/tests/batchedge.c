@@ -786,7 +786,7 @@ static int case_softdirty(void)
 	/* Fresh pages of a new VMA are soft-dirty where it is tracked. */
 	if (!sd_count(p, n)) {
 		printf("  skip: no soft-dirty tracking in this kernel "
-		       "(CONFIG_MEM_SOFT_DIRTY: x86, powerpc, s390 only)\n");
+		       "(CONFIG_MEM_SOFT_DIRTY: x86-64, powerpc, s390 only)\n");
 		munmap(p, n * PG);
 		return 77;
 	}
