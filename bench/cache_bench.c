@@ -38,6 +38,8 @@
 
 #include <mreg/mreg.h>
 
+#include "bench.h"
+
 #define MAX_BUFS 64
 #define SLICE	 (256u << 10)
 
@@ -207,13 +209,6 @@ static int one_run(const struct opts *o, int cached, uint64_t *ns,
 	return ret;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int parse(int argc, char **argv, struct opts *o)
 {
 	int c;
@@ -260,6 +255,8 @@ int main(int argc, char **argv)
 	static const char *const monitor[] = {"auto", "kmod", "uffd"};
 	struct mreg_cache_stats st = {0};
 	uint64_t ns[100], reg_ns[100];
+	double samples[100];
+	struct stats total, reg;
 	char hist[256];
 	struct opts o;
 	struct run r;
@@ -282,13 +279,17 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		qsort(ns, (size_t)o.runs, sizeof(ns[0]), cmp_u64);
-		qsort(reg_ns, (size_t)o.runs, sizeof(reg_ns[0]), cmp_u64);
+		for (i = 0; i < o.runs; i++)
+			samples[i] = (double)ns[i];
+		stats_compute(samples, o.runs, &total);
+		for (i = 0; i < o.runs; i++)
+			samples[i] = (double)reg_ns[i];
+		stats_compute(samples, o.runs, &reg);
 		mreg_folio_hist_format(&r.hist, hist, sizeof(hist));
 		printf("mode=%s ns_per_transfer=%llu reg_ns_per_transfer=%llu",
 		       mode ? "cache" : "none",
-		       (unsigned long long)ns[o.runs / 2],
-		       (unsigned long long)reg_ns[o.runs / 2]);
+		       (unsigned long long)total.median,
+		       (unsigned long long)reg.median);
 		if (mode)
 			printf(" monitor=%s hits=%llu misses=%llu "
 			       "invalidated=%llu "
