@@ -111,13 +111,48 @@ struct walk {
  * the count of allocation sites vary a little from call to call. */
 #define MISSES_TO_END 3
 
+/* What one step registers and releases: a plain registration, or a
+ * get and put through a registration cache (whose miss also sets a
+ * watch), flushed so that the next step misses again. */
+struct step_ops {
+	int (*reg)(void *ctx, struct mreg_domain *d, void *buf,
+		   struct mreg_region **r);
+	int (*unreg)(void *ctx, struct mreg_region *r);
+	void *ctx;
+};
+
+static int plain_reg(void *ctx, struct mreg_domain *d, void *buf,
+		     struct mreg_region **r)
+{
+	(void)ctx;
+	return mreg_region_register(d, buf, LEN, r);
+}
+
+static int plain_unreg(void *ctx, struct mreg_region *r)
+{
+	(void)ctx;
+	return mreg_region_deregister(r, NULL);
+}
+
+static int cache_reg(void *ctx, struct mreg_domain *d, void *buf,
+		     struct mreg_region **r)
+{
+	(void)d;
+	return mreg_cache_get(ctx, buf, LEN, r);
+}
+
+static int cache_unreg(void *ctx, struct mreg_region *r)
+{
+	return mreg_cache_put(ctx, r) ?: mreg_cache_flush(ctx);
+}
+
 /*
  * One registration with its @nth allocation failing.  It must fail with
  * an errno and a message, or succeed and deregister; either way nothing
  * stays pinned or charged.  w->fired tells whether the fault was reached.
  */
 static int one_step(struct mreg_domain *d, void *buf, int fd, unsigned int nth,
-		    struct walk *w)
+		    struct walk *w, const struct step_ops *ops)
 {
 	struct charges before, after;
 	struct mreg_region *r;
@@ -127,7 +162,7 @@ static int one_step(struct mreg_domain *d, void *buf, int fd, unsigned int nth,
 		T_CHECK(!madvise(buf, LEN, MADV_DONTNEED), "madvise");
 	charges_read(&before);
 	set_fail_nth(fd, nth);
-	ret = mreg_region_register(d, buf, LEN, &r);
+	ret = ops->reg(ops->ctx, d, buf, &r);
 	w->fired = fault_fired(fd);
 	set_fail_nth(fd, 0);
 	T_CHECK(w->fired || !ret, "%s: failed with no fault injected: %s",
@@ -139,9 +174,8 @@ static int one_step(struct mreg_domain *d, void *buf, int fd, unsigned int nth,
 			ret);
 	} else {
 		w->succeeded += w->fired;
-		T_CHECK(!mreg_region_deregister(r, NULL),
-			"%s: step %u: deregister: %s", w->name, nth,
-			mreg_last_error());
+		T_CHECK(!ops->unreg(ops->ctx, r), "%s: step %u: deregister: %s",
+			w->name, nth, mreg_last_error());
 	}
 	charges_read(&after);
 	T_CHECK(t_pins_balanced(&before.pins), "%s: step %u (%s): pins leaked",
@@ -156,19 +190,20 @@ static int one_step(struct mreg_domain *d, void *buf, int fd, unsigned int nth,
 
 /* N = 1, 2, ... until MISSES_TO_END registrations in a row never reach
  * their Nth allocation. */
-static int walk(struct mreg_domain *d, void *buf, int fd, struct walk *w)
+static int walk(struct mreg_domain *d, void *buf, int fd, struct walk *w,
+		const struct step_ops *ops)
 {
 	unsigned int nth, misses = 0;
 
 	for (nth = 1; nth <= MAX_STEPS && misses < MISSES_TO_END; nth++) {
-		if (one_step(d, buf, fd, nth, w))
+		if (one_step(d, buf, fd, nth, w, ops))
 			return T_FAIL;
 		misses = w->fired ? 0 : misses + 1;
 		w->steps += w->fired;
 	}
 	T_CHECK(misses == MISSES_TO_END, "%s: no end after %u steps", w->name,
 		MAX_STEPS);
-	printf("  %-8s %-11s %4u failure points: %u registrations failed "
+	printf("  %-14s %-11s %4u failure points: %u registrations failed "
 	       "cleanly, %u succeeded despite the fault\n",
 	       w->name, w->populated ? "populated" : "faulting in", w->steps,
 	       w->failed, w->succeeded);
@@ -280,6 +315,33 @@ static int walk_query(struct mreg_domain *d, void *buf, int fd)
 	return T_PASS;
 }
 
+/*
+ * The same walk through a registration cache (monitor AUTO: mreg.ko's
+ * watches where loaded): a miss's watch and registration, and the
+ * cache's undoing of whichever of them failed.
+ */
+static int walk_cache(struct mreg_domain *d, void *buf, int fd,
+		      const struct t_path *p)
+{
+	struct mreg_cache_attr a = {.size = sizeof(a)};
+	struct mreg_cache_stats st = {.size = sizeof(st)};
+	char name[32];
+	struct walk w = {.name = name, .populated = 1};
+	struct step_ops ops = {cache_reg, cache_unreg, NULL};
+	struct mreg_cache *c;
+
+	snprintf(name, sizeof(name), "%s+cache", p->name);
+	T_CHECK(!mreg_cache_open(d, &a, &c), "%s: %s", name, mreg_last_error());
+	ops.ctx = c;
+	if (walk(d, buf, fd, &w, &ops))
+		return T_FAIL;
+	T_CHECK(!mreg_cache_stats(c, &st) && !st.entries && !st.held,
+		"%s: %llu entries, %llu held after the walk", name,
+		(unsigned long long)st.entries, (unsigned long long)st.held);
+	T_CHECK(!mreg_cache_close(c), "%s: %s", name, mreg_last_error());
+	return T_PASS;
+}
+
 /* Two walks per path: memory already mapped, and memory that the
  * registration itself must fault in (page tables, folios, the unwind of
  * a partial pin). */
@@ -287,12 +349,14 @@ static int walk_path(const struct t_path *p, int fd, int leakcheck)
 {
 	struct walk populated = {.name = p->name, .populated = 1};
 	struct walk faulting = {.name = p->name};
+	static const struct step_ops plain = {plain_reg, plain_unreg, NULL};
 	struct mreg_domain *d;
 	void *buf = t_map(LEN, 1);
 
 	T_CHECK(buf, "mmap: %s", strerror(errno));
 	T_CHECK(!t_path_open(p, &d), "%s: %s", p->name, mreg_last_error());
-	if (walk(d, buf, fd, &populated) || walk(d, buf, fd, &faulting))
+	if (walk(d, buf, fd, &populated, &plain) ||
+	    walk(d, buf, fd, &faulting, &plain) || walk_cache(d, buf, fd, p))
 		return T_FAIL;
 	memset(buf, 1, LEN);
 	if (p->backend == MREG_BACKEND_KMOD && walk_query(d, buf, fd))
