@@ -9,6 +9,9 @@
 #                             its own tree              -> build/kernel/debug
 #   kernel/build.sh all       stock, patched and debug
 #   kernel/build.sh prefix N  the first N patches only  -> build/kernel/pN
+#   kernel/build.sh steps [FIRST-]LAST
+#                             each step of the series from stock's objects,
+#                             incrementally              -> build/kernel/pN
 #   kernel/build.sh check     CI: series applies to a clean tree, each patch
 #                             builds its touched objects, checkpatch --strict
 #   kernel/build.sh cross arm64|i386
@@ -171,11 +174,15 @@ apply_series() {
 	local p applied=$SRC/.mreg-applied n=${1:-1000}
 	[[ ! -d $applied ]] || revert_series
 	mkdir -p "$applied"
-	for p in $(series | head -n "$n"); do
-		patch -d "$SRC" -p1 -s --forward <"$p" || die "cannot apply $p"
-		cp "$p" "$applied/"
-	done
 	trap revert_series EXIT
+	for p in $(series | head -n "$n"); do
+		apply_patch "$p"
+	done
+}
+
+apply_patch() {
+	patch -d "$SRC" -p1 -s --forward <"$1" || die "cannot apply $1"
+	cp "$1" "$SRC/.mreg-applied/"
 }
 
 revert_series() {
@@ -222,6 +229,62 @@ cmd_prefix() {
 	apply_series "$n"
 	build_variant "p$n"
 	revert_series
+}
+
+# Every step of the series as a kernel of its own, for "kernel/build.sh
+# bench stock p1 ... p17": kernel/build.sh steps [FIRST-]LAST (default: all).
+# A cold build per step would be half an hour each here; instead one object
+# directory starts as a copy of stock's (timestamps kept) and each patch in
+# turn is applied and built incrementally, so a step costs what its patch
+# touches (a few minutes; a patch to a header everything includes, such as
+# include/linux/mm.h, rebuilds everything once). Each step gets
+# $OUT/pN/{bzImage,modules}; when the last step is the whole series its
+# object directory becomes $OUT/patched, as "kernel/build.sh patched"
+# would have built it (same tree, same config).
+cmd_steps() {
+	local total first last n p obj=$OUT/steps-obj
+	total=$(series | wc -l)
+	[[ ${1:-1-$total} =~ ^([0-9]+-)?([0-9]+)$ ]] ||
+		die "steps: usage: kernel/build.sh steps [FIRST-]LAST"
+	last=${BASH_REMATCH[2]}
+	first=${BASH_REMATCH[1]%-}
+	first=${first:-$last}
+	[[ -n ${1:-} ]] || first=1
+	[[ $first -ge 1 && $first -le $last && $last -le $total ]] ||
+		die "steps: $first-$last is not within 1-$total"
+	cmd_source
+	[[ -f $OUT/stock/bzImage ]] ||
+		die "steps start from stock's objects: run kernel/build.sh stock"
+	rm -rf "$obj"
+	cp -a "$OUT/stock" "$obj"
+	apply_series "$((first - 1))"
+	for ((n = first; n <= last; n++)); do
+		p=$(series | sed -n "${n}p")
+		apply_patch "$p"
+		step_build "$obj" "p$n"
+	done
+	revert_series
+	if [[ $last -eq $total ]]; then
+		rm -rf "$OUT/patched"
+		mv "$obj" "$OUT/patched"
+		cp "$OUT/p$last/bzImage" "$OUT/patched/bzImage"
+		rm -rf "$OUT/patched/modules"
+		cp -a "$OUT/p$last/modules" "$OUT/patched/modules"
+		log "patched: $OUT/patched (the objects of p$last)"
+	fi
+}
+
+# Build the tree as it stands in $1 and install it as the step $2.
+step_build() {
+	local obj=$1 dest=$OUT/$2 start=$SECONDS
+	kmake "$obj" bzImage modules
+	rm -rf "$dest"
+	mkdir -p "$dest"
+	kmake "$obj" INSTALL_MOD_PATH="$dest/modules" INSTALL_MOD_STRIP=1 \
+		modules_install >/dev/null
+	cp "$obj/arch/x86/boot/bzImage" "$dest/bzImage"
+	cp "$obj/System.map" "$dest/System.map"
+	log "$2: $dest/bzImage in $((SECONDS - start)) s"
 }
 
 # The debug variant has its own tree: its cold build takes over an hour
@@ -561,7 +624,7 @@ main() {
 		cmd_boot "$@"
 		return
 	fi
-	if [[ $1 == prefix || $1 == cross ]]; then
+	if [[ $1 == prefix || $1 == cross || $1 == steps ]]; then
 		"cmd_$1" "${2:-}"
 		return
 	fi
