@@ -14,6 +14,11 @@
  * sites=PATH at exit, every kernel address of a locked RMW instruction
  *           with its execution count ("site=ADDR n=N"), to check what the
  *           atomics column counts against System.map (boot with nokaslr)
+ * prof=PATH a profile of each timed call: at every mark 2, each kernel
+ *           instruction address executed since the mark 1 before it, with
+ *           its count ("call=C site=ADDR n=N", "a" after a locked one), to
+ *           find where a cell's counts go (kernel/tools/kprof.py sums them
+ *           per function from System.map; boot with nokaslr)
  *
  * Whether an instruction counts is decided when qemu translates it: kernel
  * half addresses only (kcount-decode.h). The guest brackets each timed call
@@ -60,6 +65,22 @@ static struct site *sites;
 static uint64_t sites_lost;
 static const char *sites_path;
 
+/*
+ * prof=: a counter per kernel instruction address, and a copy taken at each
+ * mark 1 so that mark 2 can print what the call between them executed.
+ */
+#define PROF_MAX (1u << 21)
+struct prof_site {
+	uint64_t vaddr;
+	uint64_t n;
+	uint64_t base;
+	int atomic;
+};
+static struct prof_site *prof;
+static uint64_t prof_lost, prof_calls;
+static FILE *prof_out;
+static const char *prof_path;
+
 static void emit(const char *line)
 {
 	if (!out) {
@@ -71,9 +92,34 @@ static void emit(const char *line)
 	fflush(out);
 }
 
+static void prof_mark(unsigned int mark)
+{
+	uint32_t i;
+
+	if (mark == 1) {
+		for (i = 0; i < PROF_MAX; i++)
+			prof[i].base = prof[i].n;
+		return;
+	}
+	if (mark != 2)
+		return;
+	prof_calls++;
+	for (i = 0; i < PROF_MAX; i++) {
+		if (prof[i].n == prof[i].base)
+			continue;
+		fprintf(prof_out, "call=%" PRIu64 " site=%" PRIx64 " n=%" PRIu64
+			"%s\n", prof_calls, prof[i].vaddr,
+			prof[i].n - prof[i].base, prof[i].atomic ? " a" : "");
+	}
+	fflush(prof_out);
+}
+
 static void mark_exec(unsigned int vcpu, void *udata)
 {
 	char line[160];
+
+	if (prof)
+		prof_mark((unsigned int)(uintptr_t)udata);
 
 	snprintf(line, sizeof(line),
 		 "mark=%u vcpu=%u insns=%" PRIu64 " atomics=%" PRIu64
@@ -100,6 +146,35 @@ static uint64_t *site_counter(uint64_t vaddr)
 	return &sites_lost;
 }
 
+static struct prof_site *prof_site(uint64_t vaddr)
+{
+	uint64_t h = (vaddr * 0x9e3779b97f4a7c15ULL) >> 43;
+	uint32_t i, slot;
+
+	for (i = 0; i < PROF_MAX; i++) {
+		slot = (uint32_t)(h + i) & (PROF_MAX - 1);
+		if (prof[slot].vaddr == vaddr || !prof[slot].vaddr) {
+			prof[slot].vaddr = vaddr;
+			return &prof[slot];
+		}
+	}
+	return NULL;
+}
+
+static void count_prof(struct qemu_plugin_insn *insn, int atomic)
+{
+	struct prof_site *site = prof_site(qemu_plugin_insn_vaddr(insn));
+
+	if (!site) {
+		qemu_plugin_register_vcpu_insn_exec_inline(
+			insn, QEMU_PLUGIN_INLINE_ADD_U64, &prof_lost, 1);
+		return;
+	}
+	site->atomic = atomic;
+	qemu_plugin_register_vcpu_insn_exec_inline(
+		insn, QEMU_PLUGIN_INLINE_ADD_U64, &site->n, 1);
+}
+
 static void count_atomic(struct qemu_plugin_insn *insn)
 {
 	qemu_plugin_register_vcpu_insn_exec_inline(
@@ -113,10 +188,14 @@ static void count_atomic(struct qemu_plugin_insn *insn)
 static void count_kernel_insn(struct qemu_plugin_insn *insn, const uint8_t *b,
 			      size_t len)
 {
+	int atomic = kcount_is_locked_rmw(b, len);
+
 	qemu_plugin_register_vcpu_insn_exec_inline(
 		insn, QEMU_PLUGIN_INLINE_ADD_U64, &n_insns, 1);
-	if (kcount_is_locked_rmw(b, len))
+	if (atomic)
 		count_atomic(insn);
+	if (prof)
+		count_prof(insn, atomic);
 	qemu_plugin_register_vcpu_mem_inline(insn, QEMU_PLUGIN_MEM_RW,
 					     QEMU_PLUGIN_INLINE_ADD_U64, &n_mem,
 					     1);
@@ -177,6 +256,11 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	out = NULL;
 	if (sites)
 		write_sites();
+	if (prof_out) {
+		fprintf(prof_out, "lost n=%" PRIu64 "\n", prof_lost);
+		fclose(prof_out);
+		prof_out = NULL;
+	}
 }
 
 static int parse_args(int argc, char **argv, const char **path, int *rr)
@@ -188,6 +272,8 @@ static int parse_args(int argc, char **argv, const char **path, int *rr)
 			*path = argv[i] + 4;
 		} else if (!strncmp(argv[i], "sites=", 6)) {
 			sites_path = argv[i] + 6;
+		} else if (!strncmp(argv[i], "prof=", 5)) {
+			prof_path = argv[i] + 5;
 		} else if (!strcmp(argv[i], "rr=on")) {
 			*rr = 1;
 		} else {
@@ -231,6 +317,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	if (sites_path && !(sites = calloc(SITES_MAX, sizeof(*sites)))) {
 		perror("kcount: sites");
+		return -1;
+	}
+	if (prof_path && (!(prof = calloc(PROF_MAX, sizeof(*prof))) ||
+			  !(prof_out = fopen(prof_path, "w")))) {
+		perror("kcount: prof");
 		return -1;
 	}
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
