@@ -232,7 +232,7 @@ cmd_prefix() {
 }
 
 # Every step of the series as a kernel of its own, for "kernel/build.sh
-# bench stock p1 ... p17": kernel/build.sh steps [FIRST-]LAST (default: all).
+# bench stock p1 ... p19": kernel/build.sh steps [FIRST-]LAST (default: all).
 # A cold build per step would be half an hour each here; instead one object
 # directory starts as a copy of stock's (timestamps kept) and each patch in
 # turn is applied and built incrementally, so a step costs what its patch
@@ -448,13 +448,16 @@ run_guest() {
 		--modules "$(ls -d "$obj"/modules/lib/modules/* | head -1)" \
 		--payload "${PAYLOAD:-$OUT/payload}" --tests "$tests" --no-builtin \
 		--mem "${GUEST_MEM:-3G}" --timeout "${GUEST_TIMEOUT:-3000}" \
-		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$res"
+		--test-timeout "${TEST_TIMEOUT:-2400}" --out "$res" \
+		${BENCH_APPEND:+--append "$BENCH_APPEND"}
 }
 
 # Stock, then patched, same payload and matrix, one after the other.
 # Each kernel in turn, then a ratio table for each one against the one
 # before it (stock against patched by default; "stock p1 p4 patched" gives
-# each step of the series its own table).
+# each step of the series its own table). BENCH_APPEND is added to the
+# guest's command line: 'KBENCH_ROWS="4kB 64kB" KBENCH_BIG=0' runs part of
+# the matrix, nokaslr lets kcount's prof= map to System.map.
 cmd_bench() {
 	local rc=0 v prev="" variants=("$@")
 	[[ ${#variants[@]} -gt 0 ]] || variants=(stock patched)
