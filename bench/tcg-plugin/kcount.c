@@ -56,7 +56,8 @@ static FILE *out;
  * the inline adds' pointers stay valid; an address seen again (the same
  * code translated anew) gets its old counter.
  */
-#define SITES_MAX (1u << 16)
+#define SITES_ORDER 16
+#define SITES_MAX (1u << SITES_ORDER)
 struct site {
 	uint64_t vaddr;
 	uint64_t n;
@@ -69,7 +70,8 @@ static const char *sites_path;
  * prof=: a counter per kernel instruction address, and a copy taken at each
  * mark 1 so that mark 2 can print what the call between them executed.
  */
-#define PROF_MAX (1u << 21)
+#define PROF_ORDER 21
+#define PROF_MAX (1u << PROF_ORDER)
 struct prof_site {
 	uint64_t vaddr;
 	uint64_t n;
@@ -129,36 +131,41 @@ static void mark_exec(unsigned int vcpu, void *udata)
 	emit(line);
 }
 
-static uint64_t *site_counter(uint64_t vaddr)
+/*
+ * The slot of @vaddr in an open-addressing table of 1 << @order entries of
+ * @stride bytes, each starting with its address (0: free), or -1 when the
+ * table is full. A new address takes the first free slot from its hash.
+ */
+static int64_t table_slot(void *table, size_t stride, unsigned int order,
+			  uint64_t vaddr)
 {
-	uint64_t h = (vaddr * 0x9e3779b97f4a7c15ULL) >> 48;
-	uint32_t i, slot;
+	uint64_t h = (vaddr * 0x9e3779b97f4a7c15ULL) >> (64 - order);
+	uint32_t i, slot, size = 1u << order;
+	uint64_t *key;
 
-	for (i = 0; i < SITES_MAX; i++) {
-		slot = (uint32_t)(h + i) & (SITES_MAX - 1);
-		if (sites[slot].vaddr == vaddr)
-			return &sites[slot].n;
-		if (!sites[slot].vaddr) {
-			sites[slot].vaddr = vaddr;
-			return &sites[slot].n;
+	for (i = 0; i < size; i++) {
+		slot = (uint32_t)(h + i) & (size - 1);
+		key = (uint64_t *)((char *)table + (size_t)slot * stride);
+		if (*key == vaddr || !*key) {
+			*key = vaddr;
+			return slot;
 		}
 	}
-	return &sites_lost;
+	return -1;
+}
+
+static uint64_t *site_counter(uint64_t vaddr)
+{
+	int64_t slot = table_slot(sites, sizeof(*sites), SITES_ORDER, vaddr);
+
+	return slot < 0 ? &sites_lost : &sites[slot].n;
 }
 
 static struct prof_site *prof_site(uint64_t vaddr)
 {
-	uint64_t h = (vaddr * 0x9e3779b97f4a7c15ULL) >> 43;
-	uint32_t i, slot;
+	int64_t slot = table_slot(prof, sizeof(*prof), PROF_ORDER, vaddr);
 
-	for (i = 0; i < PROF_MAX; i++) {
-		slot = (uint32_t)(h + i) & (PROF_MAX - 1);
-		if (prof[slot].vaddr == vaddr || !prof[slot].vaddr) {
-			prof[slot].vaddr = vaddr;
-			return &prof[slot];
-		}
-	}
-	return NULL;
+	return slot < 0 ? NULL : &prof[slot];
 }
 
 static void count_prof(struct qemu_plugin_insn *insn, int atomic)
