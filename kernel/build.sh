@@ -284,6 +284,8 @@ step_build() {
 		modules_install >/dev/null
 	cp "$obj/arch/x86/boot/bzImage" "$dest/bzImage"
 	cp "$obj/System.map" "$dest/System.map"
+	gup_test_clock_returns "$obj/vmlinux" "$obj/System.map" \
+		>"$dest/kcount-splits"
 	log "$2: $dest/bzImage in $((SECONDS - start)) s"
 }
 
@@ -452,12 +454,57 @@ run_guest() {
 		${BENCH_APPEND:+--append "$BENCH_APPEND"}
 }
 
+# The return addresses of gup_test_ioctl()'s ktime_get() calls in the
+# vmlinux $1 (System.map $2), one per line: kcount splits a call there.
+gup_test_clock_returns() {
+	local vmlinux=$1 map=$2 range
+	range=$(sort "$map" | awk '$3 == "gup_test_ioctl" { s = $1; next }
+		s { printf "--start-address=0x%s --stop-address=0x%s", s, $1; exit }')
+	[[ -n $range ]] || return 0
+	# shellcheck disable=SC2086 # two options
+	objdump -d --no-show-raw-insn $range "$vmlinux" |
+		awk '/call.*<ktime_get>$/ { getline; sub(":", "", $1); print $1 }'
+}
+
+# One kernel's bench run. With kcount, the returns from gup_test's
+# ktime_get() calls (around its pin and around its unpin) split each call,
+# so ratio.py can count the pin alone, the part gup_test's clock times.
+# The plugin takes the addresses from the build, hence nokaslr.
+bench_guest() {
+	local v=$1 split="" a
+	if [[ $MREG_VM_PLUGIN_COUNTS == 1 ]]; then
+		for a in $(bench_split_sites "$v"); do
+			split+="${split:+,}split=$a"
+		done
+	fi
+	if [[ -z $split ]]; then
+		run_guest "$v" "${BENCH_TESTS:-kbench}"
+		return
+	fi
+	(
+		export MREG_VM_PLUGIN_ARGS="${MREG_VM_PLUGIN_ARGS:+$MREG_VM_PLUGIN_ARGS,}$split"
+		BENCH_APPEND="nokaslr${BENCH_APPEND:+ $BENCH_APPEND}"
+		run_guest "$v" "${BENCH_TESTS:-kbench}"
+	)
+}
+
+# Step builds keep their split sites (step_build), not their vmlinux.
+bench_split_sites() {
+	local d=$OUT/$1
+	if [[ -f $d/kcount-splits ]]; then
+		cat "$d/kcount-splits"
+	elif [[ -f $d/vmlinux && -f $d/System.map ]]; then
+		gup_test_clock_returns "$d/vmlinux" "$d/System.map"
+	fi
+}
+
 # Stock, then patched, same payload and matrix, one after the other.
 # Each kernel in turn, then a ratio table for each one against the one
 # before it (stock against patched by default; "stock p1 p4 patched" gives
 # each step of the series its own table). BENCH_APPEND is added to the
 # guest's command line: 'KBENCH_ROWS="4kB 64kB" KBENCH_BIG=0' runs part of
-# the matrix, nokaslr lets kcount's prof= map to System.map.
+# the matrix. With kcount the guest boots nokaslr (bench_guest), which
+# also lets kcount's prof= map to System.map.
 cmd_bench() {
 	local rc=0 v prev="" variants=("$@")
 	[[ ${#variants[@]} -gt 0 ]] || variants=(stock patched)
@@ -467,7 +514,7 @@ cmd_bench() {
 	cmd_selftests
 	# A failing guest test must not stop the other kernels' runs.
 	for v in "${variants[@]}"; do
-		run_guest "$v" "${BENCH_TESTS:-kbench}" || rc=1
+		bench_guest "$v" || rc=1
 	done
 	for v in "${variants[@]}"; do
 		if [[ -n $prev ]]; then

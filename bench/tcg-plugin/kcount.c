@@ -19,6 +19,12 @@
  *           its count ("call=C site=ADDR n=N", "a" after a locked one), to
  *           find where a cell's counts go (kernel/tools/kprof.py sums them
  *           per function from System.map; boot with nokaslr)
+ * split=ADDR a kernel address (hex; up to 16, one split= each) that divides
+ *           a call: each time one runs between a mark 1 and its mark 2, a
+ *           line "split vcpu=V ..." with the running totals, so the host can
+ *           count the part of a call that the guest timed (kbench: the
+ *           returns from gup_test's ktime_get() calls around its pin and its
+ *           unpin; boot with nokaslr)
  *
  * Whether an instruction counts is decided when qemu translates it: kernel
  * half addresses only (kcount-decode.h). The guest brackets each timed call
@@ -83,6 +89,12 @@ static uint64_t prof_lost, prof_calls;
 static FILE *prof_out;
 static const char *prof_path;
 
+/* split=: the addresses, and whether a call (mark 1 .. mark 2) is running. */
+#define SPLITS_MAX 16
+static uint64_t split_addrs[SPLITS_MAX];
+static unsigned int n_splits;
+static int in_call;
+
 static void emit(const char *line)
 {
 	if (!out) {
@@ -116,19 +128,36 @@ static void prof_mark(unsigned int mark)
 	fflush(prof_out);
 }
 
-static void mark_exec(unsigned int vcpu, void *udata)
+static void emit_totals(const char *what, unsigned int vcpu)
 {
 	char line[160];
 
-	if (prof)
-		prof_mark((unsigned int)(uintptr_t)udata);
-
 	snprintf(line, sizeof(line),
-		 "mark=%u vcpu=%u insns=%" PRIu64 " atomics=%" PRIu64
-		 " mem=%" PRIu64 "\n",
-		 (unsigned int)(uintptr_t)udata, vcpu, n_insns, n_atomics,
-		 n_mem);
+		 "%s vcpu=%u insns=%" PRIu64 " atomics=%" PRIu64 " mem=%" PRIu64
+		 "\n",
+		 what, vcpu, n_insns, n_atomics, n_mem);
 	emit(line);
+}
+
+static void mark_exec(unsigned int vcpu, void *udata)
+{
+	unsigned int mark = (unsigned int)(uintptr_t)udata;
+	char what[16];
+
+	if (prof)
+		prof_mark(mark);
+	if (mark == 1 || mark == 2)
+		in_call = mark == 1;
+	snprintf(what, sizeof(what), "mark=%u", mark);
+	emit_totals(what, vcpu);
+}
+
+/* Outside a call a split address may run often: say nothing then. */
+static void split_exec(unsigned int vcpu, void *udata)
+{
+	(void)udata;
+	if (in_call)
+		emit_totals("split", vcpu);
 }
 
 /*
@@ -208,6 +237,16 @@ static void count_kernel_insn(struct qemu_plugin_insn *insn, const uint8_t *b,
 					     1);
 }
 
+static int is_split(uint64_t vaddr)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_splits; i++)
+		if (split_addrs[i] == vaddr)
+			return 1;
+	return 0;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t i, n = qemu_plugin_tb_n_insns(tb), len;
@@ -225,6 +264,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_insn_exec_cb(
 				insn, mark_exec, QEMU_PLUGIN_CB_NO_REGS,
 				(void *)(uintptr_t)mark);
+		if (is_split(qemu_plugin_insn_vaddr(insn)))
+			qemu_plugin_register_vcpu_insn_exec_cb(
+				insn, split_exec, QEMU_PLUGIN_CB_NO_REGS, NULL);
 		if (kcount_is_kernel(qemu_plugin_insn_vaddr(insn)))
 			count_kernel_insn(insn, b, len);
 	}
@@ -270,6 +312,26 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	}
 }
 
+static int parse_split(const char *hex)
+{
+	uint64_t vaddr;
+	char *end;
+
+	if (n_splits == SPLITS_MAX) {
+		fprintf(stderr, "kcount: more than %d split= arguments\n",
+			SPLITS_MAX);
+		return -1;
+	}
+	vaddr = strtoull(hex, &end, 16);
+	if (!*hex || *end || !kcount_is_kernel(vaddr)) {
+		fprintf(stderr,
+			"kcount: split=%s: not a kernel address in hex\n", hex);
+		return -1;
+	}
+	split_addrs[n_splits++] = vaddr;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, const char **path, int *rr)
 {
 	int i;
@@ -281,6 +343,9 @@ static int parse_args(int argc, char **argv, const char **path, int *rr)
 			sites_path = argv[i] + 6;
 		} else if (!strncmp(argv[i], "prof=", 5)) {
 			prof_path = argv[i] + 5;
+		} else if (!strncmp(argv[i], "split=", 6)) {
+			if (parse_split(argv[i] + 6))
+				return -1;
 		} else if (!strcmp(argv[i], "rr=on")) {
 			*rr = 1;
 		} else {
@@ -330,6 +395,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			  !(prof_out = fopen(prof_path, "w")))) {
 		perror("kcount: prof");
 		return -1;
+	}
+	for (unsigned int i = 0; i < n_splits; i++) {
+		char line[48];
+
+		/* Tells the host to look for split lines. */
+		snprintf(line, sizeof(line), "split_at=%" PRIx64 "\n",
+			 split_addrs[i]);
+		emit(line);
 	}
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
