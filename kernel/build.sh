@@ -458,8 +458,10 @@ run_guest() {
 # vmlinux $1 (System.map $2), one per line: kcount splits a call there.
 gup_test_clock_returns() {
 	local vmlinux=$1 map=$2 range
+	# No early exit in awk: sort would die of SIGPIPE, and pipefail with it.
 	range=$(sort "$map" | awk '$3 == "gup_test_ioctl" { s = $1; next }
-		s { printf "--start-address=0x%s --stop-address=0x%s", s, $1; exit }')
+		s && !done { printf "--start-address=0x%s --stop-address=0x%s", s, $1
+			done = 1 }')
 	[[ -n $range ]] || return 0
 	# shellcheck disable=SC2086 # two options
 	objdump -d --no-show-raw-insn $range "$vmlinux" |
