@@ -1,17 +1,142 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Accounting of long-lived pins.
+ * Accounting of long-lived pins and of watches.
  *
- * Pins are charged twice: to the open file, against its cap, and, as
- * ib_umem_get() does, to mm->pinned_vm against RLIMIT_MEMLOCK unless the
- * caller has CAP_IPC_LOCK.  The charge is taken before pinning so that an
- * over-limit request fails with ENOMEM having pinned nothing.
+ * A pin lives in the open file, which outlives the mm that made it (exec,
+ * or a child holding the fd), so charging mm->pinned_vm alone would let a
+ * process pin its RLIMIT_MEMLOCK, exec itself, and pin as much again with
+ * a fresh mm.  Pins are therefore charged as io_uring and iommufd charge
+ * theirs (IOPT_PAGES_ACCOUNT_USER): to the opener's user_struct->locked_vm
+ * against RLIMIT_MEMLOCK, unless the caller has CAP_IPC_LOCK.  The file
+ * holds a reference on that user_struct until it is released, so the
+ * charge is returned to the user it was taken from, whoever closes it.
+ * Each pin is also added to the owner's mm->pinned_vm, for visibility in
+ * /proc/pid/status (VmPin), and to the open file, against its cap.
+ *
+ * Every charge is taken before pinning, so that an over-limit request
+ * fails with ENOMEM having pinned nothing.
+ *
+ * Watches are capped per user, across every file of the user: one watch
+ * costs a notifier call on each invalidation of its range, in reclaim,
+ * compaction and truncation too, so opening more files must not buy more.
  */
 #include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/hashtable.h>
+#include <linux/overflow.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/user.h>
+#include <linux/slab.h>
 
 #include "mreg_priv.h"
+
+static DEFINE_HASHTABLE(mreg_users, 6);
+static DEFINE_SPINLOCK(mreg_users_lock);
+
+static struct mreg_user *mreg_user_find(kuid_t uid)
+{
+	struct mreg_user *u;
+
+	lockdep_assert_held(&mreg_users_lock);
+	hash_for_each_possible(mreg_users, u, node, __kuid_val(uid))
+		if (uid_eq(u->uid, uid))
+			return u;
+	return NULL;
+}
+
+/* The entry of @uid, created on first use; one reference per open file. */
+static struct mreg_user *mreg_user_get(kuid_t uid)
+{
+	struct mreg_user *u, *new;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return NULL;
+	new->uid = uid;
+	refcount_set(&new->refs, 1);
+	spin_lock(&mreg_users_lock);
+	u = mreg_user_find(uid);
+	if (u)
+		refcount_inc(&u->refs);
+	else
+		hash_add(mreg_users, &new->node, __kuid_val(uid));
+	spin_unlock(&mreg_users_lock);
+	if (!u)
+		return new;
+	kfree(new);
+	return u;
+}
+
+static void mreg_user_put(struct mreg_user *u)
+{
+	if (!refcount_dec_and_lock(&u->refs, &mreg_users_lock))
+		return;
+	hash_del(&u->node);
+	spin_unlock(&mreg_users_lock);
+	WARN_ON_ONCE(atomic_read(&u->nr_watches));
+	kfree(u);
+}
+
+/**
+ * mreg_account_open() - bind a new file to its opener
+ * @mf: the file being opened, by current
+ *
+ * Return: 0, -EPERM for a caller without an mm, -ENOMEM.
+ */
+int mreg_account_open(struct mreg_file *mf)
+{
+	if (!current->mm)
+		return -EPERM;
+	mf->owner = mreg_user_get(current_uid());
+	if (!mf->owner)
+		return -ENOMEM;
+	mf->user = get_uid(current_user());
+	mmgrab(current->mm);
+	mf->mm = current->mm;
+	/* A probe, decided once from the opener's credentials: no audit. */
+	mf->phys = ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+	return 0;
+}
+
+/**
+ * mreg_account_release() - undo mreg_account_open()
+ * @mf: the file, with nothing charged any more
+ */
+void mreg_account_release(struct mreg_file *mf)
+{
+	WARN_ON_ONCE(atomic64_read(&mf->pinned_pages));
+	mmdrop(mf->mm);
+	free_uid(mf->user);
+	mreg_user_put(mf->owner);
+}
+
+/**
+ * mreg_account_watch() - charge one watch to its user
+ * @user: the file's owner
+ *
+ * Return: 0, or -ENOSPC when the user holds max_watches_per_user.
+ */
+int mreg_account_watch(struct mreg_user *user)
+{
+	unsigned int max = READ_ONCE(mreg_max_watches_per_user);
+	int cur = atomic_read(&user->nr_watches);
+
+	do {
+		if (cur >= max)
+			return -ENOSPC;
+	} while (!atomic_try_cmpxchg(&user->nr_watches, &cur, cur + 1));
+	return 0;
+}
+
+/**
+ * mreg_account_unwatch() - undo mreg_account_watch()
+ * @user: the file's owner
+ */
+void mreg_account_unwatch(struct mreg_user *user)
+{
+	atomic_dec(&user->nr_watches);
+}
 
 /*
  * Under mf->lock, as SET_LIMIT checks the pages pinned now under it: a
@@ -30,63 +155,65 @@ static int mreg_account_file(struct mreg_file *mf, unsigned long npages)
 	return ret;
 }
 
-static int mreg_account_mm(struct mm_struct *mm, unsigned long npages)
+/* As io_uring's __io_account_mem(): never above the limit, even racing. */
+static int mreg_account_user(struct user_struct *user, unsigned long npages)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	u64 total = atomic64_add_return(npages, &mm->pinned_vm);
+	unsigned long cur = atomic_long_read(&user->locked_vm), new;
 
-	if (total > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(npages, &mm->pinned_vm);
-		return -ENOMEM;
-	}
+	do {
+		if (check_add_overflow(cur, npages, &new) || new > limit)
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
 	return 0;
 }
 
 /**
  * mreg_account_charge() - charge a pin before its pages are pinned
- * @mf: the open file
+ * @mf: the open file, owned by current->mm
  * @pin: the pin, with @pin->nr_pages set
- *
- * On success @pin->mm holds a grab on current->mm, dropped by
- * mreg_account_uncharge(), which may run from another task at close.
  *
  * Return: 0, or -ENOMEM when the file cap or RLIMIT_MEMLOCK is exceeded.
  */
 int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin)
 {
-	struct mm_struct *mm = current->mm;
 	int ret;
 
-	if (WARN_ON_ONCE(!mm || pin->mm))
+	if (WARN_ON_ONCE(pin->charged || current->mm != mf->mm))
 		return -EINVAL;
 	ret = mreg_account_file(mf, pin->nr_pages);
 	if (ret)
 		return ret;
-	ret = mreg_account_mm(mm, pin->nr_pages);
-	if (ret)
-		goto err_file;
-	mmgrab(mm);
-	pin->mm = mm;
+	if (!capable(CAP_IPC_LOCK)) {
+		ret = mreg_account_user(mf->user, pin->nr_pages);
+		if (ret) {
+			atomic64_sub(pin->nr_pages, &mf->pinned_pages);
+			return ret;
+		}
+		pin->user_charged = true;
+	}
+	atomic64_add(pin->nr_pages, &mf->mm->pinned_vm);
+	pin->charged = true;
 	return 0;
-
-err_file:
-	atomic64_sub(pin->nr_pages, &mf->pinned_pages);
-	return ret;
 }
 
 /**
  * mreg_account_uncharge() - undo mreg_account_charge()
  * @mf: the open file
- * @pin: a charged pin
+ * @pin: a pin, charged or not
+ *
+ * May run from any task: at close, the last holder of the file.
  */
 void mreg_account_uncharge(struct mreg_file *mf, struct mreg_pin_obj *pin)
 {
-	if (!pin->mm)
+	if (!pin->charged)
 		return;
-	atomic64_sub(pin->nr_pages, &pin->mm->pinned_vm);
+	atomic64_sub(pin->nr_pages, &mf->mm->pinned_vm);
+	if (pin->user_charged)
+		atomic_long_sub(pin->nr_pages, &mf->user->locked_vm);
 	atomic64_sub(pin->nr_pages, &mf->pinned_pages);
-	mmdrop(pin->mm);
-	pin->mm = NULL;
+	pin->charged = false;
+	pin->user_charged = false;
 }
 
 /**
@@ -114,23 +241,22 @@ int mreg_account_set_limit(struct mreg_file *mf, u64 max_pages)
 
 /**
  * mreg_account_info() - fill the accounting part of MREG_IOC_INFO
- * @mf: the open file
+ * @mf: the open file, owned by current->mm
  * @info: the reply
  */
 void mreg_account_info(struct mreg_file *mf, struct mreg_info *info)
 {
-	struct mm_struct *mm = current->mm;
-
 	info->abi_version = MREG_ABI_VERSION;
 	info->page_size = PAGE_SIZE;
 	info->caps = MREG_CAP_MEMFD;
-	/* A probe, not a privileged operation: leave no audit record. */
-	if (ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN))
+	if (mf->phys)
 		info->caps |= MREG_CAP_PHYS;
+	/* A probe, not a privileged operation: leave no audit record. */
 	if (ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK))
 		info->caps |= MREG_CAP_IPC_LOCK;
 	info->file_max_pages = READ_ONCE(mf->max_pages);
 	info->file_pinned_pages = atomic64_read(&mf->pinned_pages);
 	info->memlock_limit_pages = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	info->mm_pinned_pages = mm ? atomic64_read(&mm->pinned_vm) : 0;
+	info->mm_pinned_pages = atomic64_read(&mf->mm->pinned_vm);
+	info->user_locked_pages = atomic_long_read(&mf->user->locked_vm);
 }

@@ -8,10 +8,14 @@
  * census (distinct folios, histogram by folio_order()) is taken in
  * between, outside both timings.
  *
- * The pages are held only for the call, but they are pinned long-term
- * (memfd_pin_folios() always is) and up to the per-file cap at a time, on
- * a device anyone may open; so the call is charged like a pin, to the
- * file cap and RLIMIT_MEMLOCK, for its duration.
+ * Like gup_test, which lives in debugfs, it is for the administrator
+ * (CAP_SYS_ADMIN, checked in mreg_file.c).  The pages are held only for
+ * the call, but they are pinned long-term (memfd_pin_folios() always is)
+ * and up to the per-file cap at a time, so the call is charged like a
+ * pin, to the file cap and RLIMIT_MEMLOCK, for its duration.
+ *
+ * Every loop over the pages is as long as the per-file cap, which may be
+ * all of RAM: each has a reschedule point.
  */
 #include <linux/file.h>
 #include <linux/ktime.h>
@@ -145,23 +149,39 @@ static long mreg_bench_get_memfd(struct mreg_bench_run *r)
 	return ret;
 }
 
+/* Iterations between two reschedule points in the O(pages) loops. */
+#define MREG_BENCH_RESCHED_MASK	4095UL
+
+static void mreg_bench_resched(unsigned long i)
+{
+	if (!(i & MREG_BENCH_RESCHED_MASK))
+		cond_resched();
+}
+
 static void mreg_bench_put(struct mreg_bench_run *r)
 {
-	unsigned long i;
+	unsigned long i, n;
 
 	switch (r->cmd->method) {
 	case MREG_BENCH_GUP_FAST:
 		for (i = 0; i < r->nr_got; i++) {
 			put_page(r->pages[i]);
-			if (!(i & 4095))
-				cond_resched();
+			mreg_bench_resched(i);
 		}
 		break;
 	case MREG_BENCH_MEMFD_PIN_FOLIOS:
-		unpin_folios(r->folios, r->nr_got);
+		for (i = 0; i < r->nr_got; i += n) {
+			n = min(r->nr_got - i, MREG_BENCH_RESCHED_MASK + 1);
+			unpin_folios(r->folios + i, n);
+			cond_resched();
+		}
 		break;
 	default:
-		unpin_user_pages(r->pages, r->nr_got);
+		for (i = 0; i < r->nr_got; i += n) {
+			n = min(r->nr_got - i, MREG_BENCH_RESCHED_MASK + 1);
+			unpin_user_pages(r->pages + i, n);
+			cond_resched();
+		}
 	}
 }
 
@@ -182,6 +202,7 @@ static void mreg_bench_histogram(struct mreg_bench *cmd,
 
 	sort(folios, n, sizeof(*folios), mreg_cmp_ptr, NULL);
 	for (i = 0; i < n; i++) {
+		mreg_bench_resched(i);
 		if (i && folios[i] == folios[i - 1])
 			continue;
 		order = min(folio_order(folios[i]), MREG_BENCH_NR_ORDERS - 1);
@@ -197,8 +218,10 @@ static void mreg_bench_census(struct mreg_bench_run *r)
 	struct folio *folio;
 
 	if (cmd->method == MREG_BENCH_MEMFD_PIN_FOLIOS) {
-		for (i = 0; i < r->nr_got; i++)
+		for (i = 0; i < r->nr_got; i++) {
 			cmd->nr_pages += folio_nr_pages(r->folios[i]);
+			mreg_bench_resched(i);
+		}
 		cmd->nr_pages = min_t(u64, cmd->nr_pages, r->nr_pages);
 		memcpy(r->census, r->folios, r->nr_got * sizeof(folio));
 		mreg_bench_histogram(cmd, r->census, r->nr_got);
@@ -206,6 +229,7 @@ static void mreg_bench_census(struct mreg_bench_run *r)
 	}
 	cmd->nr_pages = r->nr_got;
 	for (i = 0; i < r->nr_got; i++) {
+		mreg_bench_resched(i);
 		folio = page_folio(r->pages[i]);
 		if (!n || r->census[n - 1] != folio)
 			r->census[n++] = folio;

@@ -9,10 +9,19 @@
  * the size userspace gave, from their handler (mreg_ucmd_respond()): PIN
  * must know the reply reached userspace before it publishes the handle,
  * and UNPIN or SET_LIMIT must not fail with EFAULT after doing the work.
+ *
+ * A file belongs to the mm that opened it (struct mreg_file): its pins
+ * are of that mm's memory and charged to that opener, so every entry
+ * point but close refuses another mm with EPERM, and the file stays
+ * useless, though charged, in a forked child or after exec.
  */
+#include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/nospec.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
 
 #include "mreg_priv.h"
 
@@ -77,9 +86,14 @@ static int mreg_ioc_set_limit(struct mreg_ucmd *ucmd)
 	return mreg_account_set_limit(ucmd->mf, sl->max_pages);
 }
 
+/* As mm/gup_test.c, which lives in debugfs: for the administrator. */
 static int mreg_ioc_bench(struct mreg_ucmd *ucmd)
 {
-	int ret = mreg_bench(ucmd->mf, ucmd->cmd);
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	ret = mreg_bench(ucmd->mf, ucmd->cmd);
 
 	return ret ? ret : mreg_ucmd_respond(ucmd, sizeof(struct mreg_bench));
 }
@@ -161,6 +175,12 @@ static const struct mreg_ioctl_op mreg_ioctl_ops[] = {
 		      struct mreg_watch_info, events),
 };
 
+/* Every entry point but close: only the owner's threads. */
+static bool mreg_is_owner(struct mreg_file *mf)
+{
+	return current->mm == mf->mm;
+}
+
 static long mreg_fops_ioctl(struct file *filp, unsigned int cmd,
 			    unsigned long arg)
 {
@@ -177,13 +197,19 @@ static long mreg_fops_ioctl(struct file *filp, unsigned int cmd,
 
 	if (nr < MREG_CMD_BASE || nr - MREG_CMD_BASE >= ARRAY_SIZE(mreg_ioctl_ops))
 		return -ENOTTY;
-	op = &mreg_ioctl_ops[nr - MREG_CMD_BASE];
+	op = &mreg_ioctl_ops[array_index_nospec(nr - MREG_CMD_BASE,
+						ARRAY_SIZE(mreg_ioctl_ops))];
 	if (op->ioctl_num != cmd)
 		return -ENOTTY;
+	if (!mreg_is_owner(ucmd.mf))
+		return -EPERM;
 	if (get_user(ucmd.user_size, (u32 __user *)ubuf))
 		return -EFAULT;
 	if (ucmd.user_size < op->min_size)
 		return -EINVAL;
+	/* copy_struct_from_user() checks a tail for zeros, without a break. */
+	if (ucmd.user_size > MREG_MAX_STRUCT_SIZE)
+		return -E2BIG;
 	ret = copy_struct_from_user(&buf, op->size, ubuf, ucmd.user_size);
 	if (ret)
 		return ret;
@@ -194,16 +220,25 @@ static int mreg_fops_open(struct inode *inode, struct file *filp)
 {
 	struct mreg_file *mf;
 
+	int ret;
+
 	mf = kzalloc(sizeof(*mf), GFP_KERNEL_ACCOUNT);
 	if (!mf)
 		return -ENOMEM;
+	ret = mreg_account_open(mf);
+	if (ret) {
+		kfree(mf);
+		return ret;
+	}
 	xa_init_flags(&mf->pins, XA_FLAGS_ALLOC1);
 	mutex_init(&mf->lock);
 	atomic64_set(&mf->pinned_pages, 0);
 	mf->max_pages = READ_ONCE(mreg_max_pin_pages_per_file);
-	mreg_watch_set_init(&mf->watch);
+	mreg_watch_set_init(&mf->watch, mf->mm, mf->owner);
 	filp->private_data = mf;
-	return nonseekable_open(inode, filp);
+	/* read() honours RWF_NOWAIT, for readers sharing a blocking fd. */
+	filp->f_mode |= FMODE_NOWAIT;
+	return stream_open(inode, filp);
 }
 
 static int mreg_fops_release(struct inode *inode, struct file *filp)
@@ -214,24 +249,30 @@ static int mreg_fops_release(struct inode *inode, struct file *filp)
 	mreg_pin_release_all(mf);
 	xa_destroy(&mf->pins);
 	mutex_destroy(&mf->lock);
+	mreg_account_release(mf);
 	kfree(mf);
 	return 0;
 }
 
 /* Events of the file's watches: struct mreg_watch_event records. */
-static ssize_t mreg_fops_read(struct file *filp, char __user *buf,
-			      size_t count, loff_t *ppos)
+static ssize_t mreg_fops_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
-	struct mreg_file *mf = filp->private_data;
+	struct mreg_file *mf = iocb->ki_filp->private_data;
+	bool nonblock = iocb->ki_filp->f_flags & O_NONBLOCK ||
+			iocb->ki_flags & IOCB_NOWAIT;
 
-	return mreg_watch_read(&mf->watch, buf, count,
-			       filp->f_flags & O_NONBLOCK);
+	if (!mreg_is_owner(mf))
+		return -EPERM;
+	return mreg_watch_read(&mf->watch, to, nonblock);
 }
 
+/* Another mm has no events here: it learns it at once, not never. */
 static __poll_t mreg_fops_poll(struct file *filp, poll_table *wait)
 {
 	struct mreg_file *mf = filp->private_data;
 
+	if (!mreg_is_owner(mf))
+		return EPOLLERR;
 	return mreg_watch_poll(&mf->watch, filp, wait);
 }
 
@@ -240,6 +281,8 @@ static int mreg_fops_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct mreg_file *mf = filp->private_data;
 
+	if (!mreg_is_owner(mf))
+		return -EPERM;
 	return mreg_watch_mmap(&mf->watch, vma);
 }
 
@@ -247,7 +290,7 @@ const struct file_operations mreg_fops = {
 	.owner = THIS_MODULE,
 	.open = mreg_fops_open,
 	.release = mreg_fops_release,
-	.read = mreg_fops_read,
+	.read_iter = mreg_fops_read_iter,
 	.poll = mreg_fops_poll,
 	.mmap = mreg_fops_mmap,
 	.unlocked_ioctl = mreg_fops_ioctl,

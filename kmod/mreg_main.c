@@ -84,12 +84,49 @@ module_param_cb(max_watches_per_file, &mreg_param_max_watches_ops,
 MODULE_PARM_DESC(max_watches_per_file,
 		 "Cap on watches of one open file, 1..1048575 (default 16383); read at its first WATCH or mmap");
 
+/*
+ * Watches of one user across all the user's files: each costs a notifier
+ * call on every invalidation of its range, so the bound on that work must
+ * not grow with the number of files a user opens.
+ */
+unsigned int mreg_max_watches_per_user = 65536;
+
+static int mreg_param_set_max_watches_user(const char *val,
+					   const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > (1U << 24))
+		return -EINVAL;
+	WRITE_ONCE(mreg_max_watches_per_user, n);
+	return 0;
+}
+
+static const struct kernel_param_ops mreg_param_max_watches_user_ops = {
+	.set = mreg_param_set_max_watches_user,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_watches_per_user, &mreg_param_max_watches_user_ops,
+		&mreg_max_watches_per_user, 0644);
+MODULE_PARM_DESC(max_watches_per_user,
+		 "Cap on the watches of one user across all files, 1..16777216 (default 65536)");
+
+/*
+ * Root only until udev applies the rule that ships with the module
+ * (kmod/60-mreg.rules: group mreg, 0660), as /dev/vfio and /dev/kvm are
+ * handed out: RLIMIT_MEMLOCK bounds what a member pins, the group bounds
+ * who may pin long-term at all.
+ */
 static struct miscdevice mreg_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "mreg",
 	.fops = &mreg_fops,
-	/* RLIMIT_MEMLOCK and the per-file cap bound what anyone can pin. */
-	.mode = 0666,
+	.mode = 0600,
 };
 
 static int __init mreg_init(void)

@@ -22,6 +22,7 @@
 #include <linux/io.h>
 #include <linux/memfd.h>
 #include <linux/mm.h>
+#include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/sched/signal.h>
 #include <linux/shmem_fs.h>
@@ -34,6 +35,10 @@
 #define MREG_PIN_BATCH		65536UL
 #define MREG_PIN_FLAGS		(MREG_PIN_FLAG_MEMFD | MREG_PIN_FLAG_READONLY)
 #define MREG_EXTENT_MIN_SIZE	sizeof(struct mreg_extent)
+/* Pages unpinned between two reschedule points. */
+#define MREG_UNPIN_BATCH	4096UL
+/* Sized by userspace: charged to its memcg, and no splat when too big. */
+#define MREG_PIN_GFP		(GFP_KERNEL_ACCOUNT | __GFP_NOWARN)
 
 /**
  * mreg_check_range() - validate a user range or file range
@@ -113,12 +118,25 @@ static void mreg_unpin_folios(struct mreg_pin_obj *pin)
 	unpin_folios(pin->folios, pin->nr_folios);
 }
 
+/* In batches: a pin may hold every page of the machine. */
+static void mreg_unpin_page_array(struct page **pages, unsigned long npages,
+				  bool dirty)
+{
+	unsigned long done, n;
+
+	for (done = 0; done < npages; done += n) {
+		n = min(npages - done, MREG_UNPIN_BATCH);
+		unpin_user_pages_dirty_lock(pages + done, n, dirty);
+		cond_resched();
+	}
+}
+
 static void mreg_unpin_pages(struct mreg_pin_obj *pin, unsigned long npages)
 {
 	if (pin->folios)
 		mreg_unpin_folios(pin);
 	else
-		unpin_user_pages_dirty_lock(pin->pages, npages, pin->writable);
+		mreg_unpin_page_array(pin->pages, npages, pin->writable);
 }
 
 static void mreg_pin_free(struct mreg_pin_obj *pin)
@@ -182,7 +200,8 @@ static int mreg_pin_user(struct mreg_pin_obj *pin, unsigned long addr)
 	return 0;
 
 err_unpin:
-	unpin_user_pages(pin->pages, done);
+	/* Nobody could have written them through the pin: not dirtied. */
+	mreg_unpin_page_array(pin->pages, done, false);
 	return n ? n : -EFAULT;
 }
 
@@ -213,7 +232,7 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
 	long n;
 
 	pin->folios = kvmalloc_array(pin->nr_pages, sizeof(*pin->folios),
-				     GFP_KERNEL_ACCOUNT);
+				     MREG_PIN_GFP);
 	if (!pin->folios)
 		return -ENOMEM;
 	n = memfd_pin_folios(file, start, end, pin->folios,
@@ -287,7 +306,7 @@ static int mreg_pin_pages(struct mreg_pin_obj *pin, struct mreg_pin *cmd)
 {
 	/* Not zeroed: every entry is written before it is read. */
 	pin->pages = kvmalloc_array(pin->nr_pages, sizeof(*pin->pages),
-				    GFP_KERNEL_ACCOUNT);
+				    MREG_PIN_GFP);
 	if (!pin->pages)
 		return -ENOMEM;
 	if (cmd->flags & MREG_PIN_FLAG_MEMFD)
@@ -442,9 +461,9 @@ static int mreg_put_extent(struct mreg_query *cmd, unsigned long n,
 	return 0;
 }
 
-static int mreg_query_pin(struct mreg_query *cmd, struct mreg_pin_obj *pin)
+static int mreg_query_pin(struct mreg_query *cmd, struct mreg_pin_obj *pin,
+			  bool phys)
 {
-	bool phys = capable(CAP_SYS_ADMIN);
 	unsigned long i = 0, n = 0, end;
 	int ret;
 
@@ -483,12 +502,13 @@ int mreg_query(struct mreg_file *mf, struct mreg_query *cmd)
 	if (cmd->flags || cmd->__reserved || cmd->__reserved2)
 		return -EINVAL;
 	if (cmd->extent_size < MREG_EXTENT_MIN_SIZE ||
+	    cmd->extent_size > MREG_EXTENT_MAX_SIZE ||
 	    check_mul_overflow(cmd->nr_extents, (u64)cmd->extent_size, &bytes))
 		return -EINVAL;
 	pin = mreg_pin_get(mf, cmd->handle);
 	if (!pin)
 		return -ENOENT;
-	ret = mreg_query_pin(cmd, pin);
+	ret = mreg_query_pin(cmd, pin, mf->phys);
 	mreg_pin_put(mf, pin);
 	return ret;
 }
@@ -497,14 +517,16 @@ static int mreg_read_pin(struct mreg_read *cmd, struct mreg_pin_obj *pin)
 {
 	char __user *dst = u64_to_user_ptr(cmd->dst);
 	u64 off = cmd->offset, left = cmd->length;
+	unsigned long rem, idx;
 	size_t poff, chunk;
-	unsigned long rem;
 	void *kaddr;
 
 	while (left) {
 		poff = offset_in_page(off);
 		chunk = min_t(u64, PAGE_SIZE - poff, left);
-		kaddr = kmap_local_page(pin->pages[off >> PAGE_SHIFT]);
+		/* In range (mreg_read() checked it), even under speculation. */
+		idx = array_index_nospec(off >> PAGE_SHIFT, pin->nr_pages);
+		kaddr = kmap_local_page(pin->pages[idx]);
 		rem = copy_to_user(dst, kaddr + poff, chunk);
 		kunmap_local(kaddr);
 		if (rem)

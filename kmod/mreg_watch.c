@@ -143,13 +143,21 @@ static const struct mmu_interval_notifier_ops mreg_watch_ops = {
 	.invalidate = mreg_watch_invalidate,
 };
 
-void mreg_watch_set_init(struct mreg_watch_set *ws)
+/*
+ * @mm is the file's owner, kept alive by the file: every watch call,
+ * read() and mmap() comes from it (mreg_file.c refuses other mms), so the
+ * owner's watches and events cannot be taken by a forked child or a
+ * process the fd was passed to.
+ */
+void mreg_watch_set_init(struct mreg_watch_set *ws, struct mm_struct *mm,
+			 struct mreg_user *user)
 {
 	struct mreg_watch_info *info = NULL;
 
 	/* The kinds must fit the counters of the ABI. */
 	BUILD_BUG_ON(ARRAY_SIZE(info->events) < MREG_WATCH_NR_KINDS);
-	mutex_init(&ws->lock);
+	ws->mm = mm;
+	ws->user = user;
 	mutex_init(&ws->gens_lock);
 	spin_lock_init(&ws->ev_lock);
 	INIT_LIST_HEAD(&ws->pending);
@@ -193,53 +201,30 @@ static void mreg_watch_free(struct mreg_watch_set *ws, struct mreg_watch_obj *w)
 	if (w->queued)
 		list_del(&w->ev_node);
 	spin_unlock(&ws->ev_lock);
+	mreg_account_unwatch(ws->user);
 	kfree(w);
 }
 
 /*
- * The first WATCH or mmap() binds the file to the caller's mm; every
- * watch call, read() and mmap() from another mm (a forked child, a
- * process the fd was passed to) gets EPERM: it could otherwise remove
- * the owner's watches or take its events.
+ * Invalidations of the range can follow each other for as long as the
+ * process keeps remapping it: a retry loop stops on a fatal signal.
  */
-static int mreg_watch_bind(struct mreg_watch_set *ws)
-{
-	int ret = 0;
-
-	mutex_lock(&ws->lock);
-	if (!ws->mm) {
-		mmgrab(current->mm);
-		ws->mm = current->mm;
-	} else if (ws->mm != current->mm) {
-		ret = -EPERM;
-	}
-	mutex_unlock(&ws->lock);
-	return ret;
-}
-
-/* Calls that need no binding: only an unbound file or its owner. */
-static int mreg_watch_owner(struct mreg_watch_set *ws)
-{
-	struct mm_struct *mm = READ_ONCE(ws->mm);
-
-	return !mm || mm == current->mm ? 0 : -EPERM;
-}
-
-static u64 mreg_watch_generation(struct mreg_watch_set *ws,
-				 struct mreg_watch_obj *w)
+static int mreg_watch_generation(struct mreg_watch_set *ws,
+				 struct mreg_watch_obj *w, u64 *gen)
 {
 	unsigned long seq;
 	bool retry;
-	u64 gen;
 
 	do {
+		if (fatal_signal_pending(current))
+			return -EINTR;
 		seq = mmu_interval_read_begin(&w->mni);
 		spin_lock(&ws->ev_lock);
 		retry = mmu_interval_read_retry(&w->mni, seq);
-		gen = READ_ONCE(*mreg_gen_slot(ws, w->id));
+		*gen = READ_ONCE(*mreg_gen_slot(ws, w->id));
 		spin_unlock(&ws->ev_lock);
 	} while (retry);
-	return gen;
+	return 0;
 }
 
 static int mreg_gens_get(struct mreg_watch_set *ws)
@@ -271,15 +256,19 @@ static int mreg_watch_insert(struct mreg_watch_set *ws, struct mreg_watch *cmd,
 	w->ws = ws;
 	w->id = id;
 	w->user_data = cmd->user_data;
-	ret = mmu_interval_notifier_insert(&w->mni, current->mm, start,
+	ret = mmu_interval_notifier_insert(&w->mni, ws->mm, start,
 					   end - start, &mreg_watch_ops);
 	if (ret) {
 		xa_erase(&ws->watches, id);
 		return ret;
 	}
 	cmd->out_id = id;
-	cmd->out_generation = mreg_watch_generation(ws, w);
-	return 0;
+	ret = mreg_watch_generation(ws, w, &cmd->out_generation);
+	if (ret) {
+		mmu_interval_notifier_remove(&w->mni);
+		xa_erase(&ws->watches, id);
+	}
+	return ret;
 }
 
 static void mreg_watch_publish(struct mreg_watch_set *ws,
@@ -304,14 +293,20 @@ int mreg_watch(struct mreg_ucmd *ucmd)
 	addr = untagged_addr(cmd->addr);
 	if (check_add_overflow(addr, cmd->length, &end) || end > TASK_SIZE)
 		return -EINVAL;
-	ret = mreg_watch_bind(ws) ?: mreg_gens_get(ws);
+	ret = mreg_gens_get(ws);
+	if (ret)
+		return ret;
+	ret = mreg_account_watch(ws->user);
 	if (ret)
 		return ret;
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
-	if (!w)
+	if (!w) {
+		mreg_account_unwatch(ws->user);
 		return -ENOMEM;
+	}
 	ret = mreg_watch_insert(ws, cmd, w, addr & PAGE_MASK, PAGE_ALIGN(end));
 	if (ret) {
+		mreg_account_unwatch(ws->user);
 		kfree(w);
 		return ret;
 	}
@@ -332,10 +327,7 @@ int mreg_watch(struct mreg_ucmd *ucmd)
 int mreg_unwatch_id(struct mreg_watch_set *ws, u32 id)
 {
 	struct mreg_watch_obj *w;
-	int ret = mreg_watch_owner(ws);
 
-	if (ret)
-		return ret;
 	w = xa_load(&ws->watches, id);
 	if (!w || xa_cmpxchg(&ws->watches, id, w, XA_ZERO_ENTRY, 0) != w)
 		return -ENOENT;
@@ -353,6 +345,8 @@ int mreg_watch_info(struct mreg_ucmd *ucmd)
 
 	if (info->flags)
 		return -EINVAL;
+	/* Outputs only: a newer caller's events[] must not come back. */
+	memset(info->events, 0, sizeof(info->events));
 	mutex_lock(&ws->gens_lock);
 	info->max_watches = ws->gen_pages ? ws->max_watches :
 			    READ_ONCE(mreg_max_watches_per_file);
@@ -378,10 +372,7 @@ void mreg_watch_set_release(struct mreg_watch_set *ws)
 	for (i = 0; i < ws->nr_gen_pages; i++)
 		__free_page(ws->gen_pages[i]);
 	kfree(ws->gen_pages);
-	if (ws->mm)
-		mmdrop(ws->mm);
 	mutex_destroy(&ws->gens_lock);
-	mutex_destroy(&ws->lock);
 }
 
 /*
@@ -398,9 +389,6 @@ int mreg_watch_mmap(struct mreg_watch_set *ws, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	ret = mreg_watch_bind(ws);
-	if (ret)
-		return ret;
 	mutex_lock(&ws->gens_lock);
 	ret = mreg_gens_alloc(ws);
 	if (!ret && pages > ws->nr_gen_pages)
@@ -458,17 +446,16 @@ static void mreg_events_requeue(struct mreg_watch_set *ws,
 	spin_unlock(&ws->ev_lock);
 }
 
-ssize_t mreg_watch_read(struct mreg_watch_set *ws, char __user *buf,
-			size_t count, bool nonblock)
+/* Whole records only: the part of one cut short goes back too. */
+ssize_t mreg_watch_read(struct mreg_watch_set *ws, struct iov_iter *to,
+			bool nonblock)
 {
 	struct mreg_watch_event ev[MREG_READ_BATCH];
-	size_t max = count / sizeof(ev[0]), done = 0;
+	size_t max = iov_iter_count(to) / sizeof(ev[0]), done = 0;
+	size_t copied;
 	unsigned int n;
 	int ret;
 
-	ret = mreg_watch_owner(ws);
-	if (ret)
-		return ret;
 	if (!max)
 		return -EINVAL;
 	while (done < max) {
@@ -485,12 +472,12 @@ ssize_t mreg_watch_read(struct mreg_watch_set *ws, char __user *buf,
 				return ret;
 			continue;
 		}
-		if (copy_to_user(buf + done * sizeof(ev[0]), ev,
-				 n * sizeof(ev[0]))) {
-			mreg_events_requeue(ws, ev, n);
+		copied = copy_to_iter(ev, n * sizeof(ev[0]), to) / sizeof(ev[0]);
+		done += copied;
+		if (copied < n) {
+			mreg_events_requeue(ws, ev + copied, n - copied);
 			return done ? done * sizeof(ev[0]) : -EFAULT;
 		}
-		done += n;
 	}
 	return done * sizeof(ev[0]);
 }

@@ -21,8 +21,31 @@
  * Errors common to every ioctl: EFAULT (bad argument pointer), EINVAL
  * (@size smaller than the first version of the struct, unknown flags,
  * non-zero reserved fields), E2BIG (non-zero bytes beyond what this module
- * knows), ENOTTY (unknown ioctl number), EINTR (fatal signal while
- * pinning, reading or querying).
+ * knows, or @size above MREG_MAX_STRUCT_SIZE), ENOTTY (unknown ioctl
+ * number), EPERM (the file belongs to another process, see below), EINTR
+ * (fatal signal while pinning, reading, querying or watching).
+ *
+ * Security model:
+ *  - Who may open: the module creates /dev/mreg mode 0600 (root); the udev
+ *    rule shipped with it (60-mreg.rules) gives it to group "mreg", 0660.
+ *  - A file belongs to the process (mm) that opened it.  Its pins are of
+ *    that process's memory and only its threads may use the file: every
+ *    ioctl, read(2) and mmap(2) from another mm fails with EPERM, and
+ *    poll(2) reports EPOLLERR.  Nothing crosses fork, exec or fd passing
+ *    but the ability to close: a forked child, the image after exec and a
+ *    process the fd was passed to cannot read, query, unpin or watch.
+ *    Open the device after fork, and with O_CLOEXEC.
+ *  - Pinned pages are charged to the opener's user (user_struct locked_vm,
+ *    shared with io_uring and iommufd) against the caller's
+ *    RLIMIT_MEMLOCK, unless the caller has CAP_IPC_LOCK, and to the
+ *    owner's mm->pinned_vm for visibility (VmPin).  The charge stays with
+ *    the user until the pin goes, whoever closes the file: exec or fork
+ *    cannot launder it.
+ *  - Physical addresses (QUERY) are shown when the opener had
+ *    CAP_SYS_ADMIN at open, as /proc/pid/pagemap decides.
+ *  - MREG_IOC_BENCH needs CAP_SYS_ADMIN, as mm/gup_test.c (debugfs) does.
+ *  - Watches are capped per file (max_watches_per_file) and per user
+ *    across all files (max_watches_per_user).
  */
 #ifndef _UAPI_MREG_H
 #define _UAPI_MREG_H
@@ -33,6 +56,13 @@
 #define MREG_TYPE	0xB7
 #define MREG_CMD_BASE	0x80
 #define MREG_ABI_VERSION	1
+/*
+ * Largest @size of an ioctl struct, E2BIG above: the kernel scans the tail
+ * it does not know for zeros, and no struct will need more.
+ */
+#define MREG_MAX_STRUCT_SIZE	4096
+/* Largest QUERY @extent_size; EINVAL above. */
+#define MREG_EXTENT_MAX_SIZE	256
 
 enum {
 	MREG_CMD_INFO = MREG_CMD_BASE,
@@ -49,8 +79,8 @@ enum {
 
 /**
  * enum mreg_info_caps - what this module and caller may use
- * @MREG_CAP_PHYS: QUERY reports physical addresses (caller has
- *                 CAP_SYS_ADMIN); without it mreg_extent.phys is 0.
+ * @MREG_CAP_PHYS: QUERY reports physical addresses (the opener had
+ *                 CAP_SYS_ADMIN at open); without it mreg_extent.phys is 0.
  * @MREG_CAP_IPC_LOCK: the caller has CAP_IPC_LOCK, so RLIMIT_MEMLOCK is not
  *                     enforced (the per-file cap still is).
  * @MREG_CAP_MEMFD: MREG_PIN_FLAG_MEMFD and MREG_BENCH_MEMFD_PIN_FOLIOS are
@@ -75,8 +105,12 @@ enum mreg_info_caps {
  * @file_pinned_pages: out, pages pinned through this open file now
  * @memlock_limit_pages: out, RLIMIT_MEMLOCK of the caller in pages
  * @mm_pinned_pages: out, mm->pinned_vm of the caller in pages
+ * @user_locked_pages: out, pages charged to the opener's user against
+ *                     RLIMIT_MEMLOCK, by every mreg file, io_uring ring
+ *                     and iommufd of that user (user_struct locked_vm)
  *
  * Describes the module and the accounting state seen by this file.
+ * @caps' MREG_CAP_PHYS is the opener's; MREG_CAP_IPC_LOCK the caller's.
  */
 struct mreg_info {
 	__u32 size;
@@ -89,6 +123,7 @@ struct mreg_info {
 	__aligned_u64 file_pinned_pages;
 	__aligned_u64 memlock_limit_pages;
 	__aligned_u64 mm_pinned_pages;
+	__aligned_u64 user_locked_pages;
 };
 
 #define MREG_IOC_INFO _IO(MREG_TYPE, MREG_CMD_INFO)
@@ -171,10 +206,11 @@ enum mreg_bench_flags {
  *
  * Pins the range once, as gup_test does, then releases it; nothing stays
  * pinned.  The folio census is taken between get and put, outside both
- * timings.  Because the device is open to everyone and the pins may be
- * long-term, the call is charged like a PIN while it runs: @length pages
- * to the per-file cap and to the caller's mm->pinned_vm against
- * RLIMIT_MEMLOCK (unless it has CAP_IPC_LOCK), uncharged on return.
+ * timings.  Needs CAP_SYS_ADMIN (EPERM), as gup_test does.  Because the
+ * pins may be long-term, the call is charged like a PIN while it runs:
+ * @length pages to the per-file cap and to the opener's locked_vm against
+ * RLIMIT_MEMLOCK (unless the caller has CAP_IPC_LOCK), uncharged on
+ * return.
  *
  * For memfd_pin_folios the memfd must be open for reading, and for
  * writing too with MREG_BENCH_FLAG_WRITE (see struct mreg_pin about
@@ -315,7 +351,7 @@ struct mreg_extent {
  *
  * Errors: ENOENT (unknown handle), EMSGSIZE (@nr_extents too small: it is
  * set to the number needed, and nothing else is written), EINVAL
- * (@extent_size < 32), EFAULT (@extents not writable), EINTR.
+ * (@extent_size < 32 or > MREG_EXTENT_MAX_SIZE), EFAULT (@extents not writable), EINTR.
  */
 struct mreg_query {
 	__u32 size;
@@ -417,14 +453,14 @@ struct mreg_read {
  * failing to unmap one): they invalidate all the same, as the module
  * cannot know, and are counted by kind in MREG_IOC_WATCH_INFO.
  *
- * A file watches one mm, the one of its first WATCH or mmap(); WATCH,
- * UNWATCH, read(2) and mmap() from another mm (a forked child, a process
- * the fd was passed to) fail with EPERM.  The mapping itself is inherited
- * over fork: a child sees its parent's generations.  Slots are reused
- * after UNWATCH, their generations never go back, and @user_data tells
- * an event of the old watch from one of the new.  Watches are kernel
- * memory charged to the caller's memory cgroup and capped per file by the
- * module parameter max_watches_per_file.
+ * A file watches the mm that opened it; every call from another mm (a
+ * forked child, a process the fd was passed to) fails with EPERM.  The
+ * mapping itself is inherited over fork: a child sees its parent's
+ * generations.  Slots are reused after UNWATCH, their generations never
+ * go back, and @user_data tells an event of the old watch from one of the
+ * new.  Watches are kernel memory charged to the caller's memory cgroup,
+ * capped per file by the module parameter max_watches_per_file and per
+ * user, across all the user's files, by max_watches_per_user.
  */
 
 /**
@@ -477,7 +513,8 @@ enum mreg_watch_kind {
  * Errors: EINVAL (zero or overflowing range, beyond the user address
  * space), EPERM (the file watches another process's memory: inherited
  * over fork or passed over a socket), ENOSPC (max_watches_per_file
- * watches exist), ENOMEM.
+ * watches exist on this file, or max_watches_per_user on all the user's
+ * files), EINTR, ENOMEM.
  */
 struct mreg_watch {
 	__u32 size;
@@ -546,7 +583,8 @@ struct mreg_watch_info {
  * @user_data: the watch's, from MREG_IOC_WATCH
  *
  * read(2) returns whole records, at least one: it blocks until one is
- * queued, or fails with EAGAIN under O_NONBLOCK; EINVAL if the buffer
+ * queued, or fails with EAGAIN under O_NONBLOCK or with preadv2()'s
+ * RWF_NOWAIT (for a reader that shares a blocking fd); EINVAL if the buffer
  * holds less than one record; EPERM from another mm. poll(2) gives
  * EPOLLIN while one is queued.
  */

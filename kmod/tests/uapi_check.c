@@ -2,7 +2,9 @@
 /*
  * include/uapi/mreg.h must build as plain C11 userspace code and keep a
  * layout without implicit padding, identical for 32- and 64-bit callers:
- * the sizes and offsets below are the ABI of version 1.
+ * the sizes and offsets below are the ABI of version 1.  Structs grow
+ * only at their end (copy_struct_from_user()): a grown struct keeps its
+ * first-version fields where they were and says here when it grew.
  */
 #include <stddef.h>
 
@@ -12,7 +14,10 @@
 #define AT(type, field, off) \
 	_Static_assert(offsetof(struct type, field) == (off), #type "." #field)
 
-ABI(mreg_info, 56);
+/* 56 bytes in the first version; user_locked_pages appended (issue 28). */
+ABI(mreg_info, 64);
+AT(mreg_info, mm_pinned_pages, 48);
+AT(mreg_info, user_locked_pages, 56);
 ABI(mreg_set_limit, 16);
 ABI(mreg_bench, 336);
 ABI(mreg_pin, 56);
