@@ -46,6 +46,9 @@ void mt_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)
 /* Device: loads /mreg/ko/mreg.ko when /dev/mreg is missing; skips when
  * it cannot. */
 int mt_open(void);
+/* Give /dev/mreg to group @gid, mode 0660, as kmod/60-mreg.rules gives it
+ * to group mreg: how a non-root test process gets to open it. */
+void mt_grant_group(unsigned int gid);
 int mt_ioctl(int fd, unsigned long req, void *arg);
 int mt_pin(int fd, uint64_t addr, uint64_t len, uint32_t flags, int memfd,
 	   struct mreg_pin *out);

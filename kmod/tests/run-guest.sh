@@ -19,7 +19,8 @@ TOP=$(cd "$HERE/../.." && pwd)
 PAYLOAD=$TOP/build/kmod/payload
 TESTS_DEFAULT="kmod-abi kmod-badinput kmod-pagemap kmod-folios kmod-bench
 kmod-close kmod-fork kmod-munmap kmod-memlock kmod-fuzz
-kmod-unpinrace kmod-memfdmode kmod-tornread kmod-race kmod-watch kmod-unload"
+kmod-unpinrace kmod-memfdmode kmod-tornread kmod-race kmod-watch kmod-security
+kmod-unload"
 BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR=''
 
 usage() {

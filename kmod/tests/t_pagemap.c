@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The pages mreg pins are the ones /proc/self/pagemap shows for the range,
- * extents tile the range, READ sees what the process wrote, and a caller
- * without CAP_SYS_ADMIN gets phys == 0.
+ * extents tile the range, READ sees what the process wrote, and a file
+ * opened without CAP_SYS_ADMIN gets phys == 0.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,30 +54,47 @@ static void check_readback(int fd, uint32_t handle, uint32_t seed)
 	munmap(copy, LEN);
 }
 
-/* A child that dropped root may QUERY the inherited fd: phys must be 0. */
-static void check_unprivileged(int fd, uint32_t handle)
+/*
+ * A child that dropped root cannot use the inherited file (EPERM); through
+ * a file of its own, QUERY gives phys 0: the opener decides, as for
+ * /proc/pid/pagemap.
+ */
+static int unprivileged_child(int fd, uint32_t handle, const char *buf)
+{
+	struct rlimit rl = {LEN, LEN};
+	struct mreg_extent *e;
+	struct mreg_pin p;
+	uint64_t n, i;
+	int own;
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
+		return 2;
+	e = mt_query(fd, handle, &n);
+	if (e || n)
+		return 3;
+	own = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+	if (own < 0 || mt_pin(own, (uintptr_t)buf, LEN, 0, 0, &p))
+		return 5;
+	e = mt_query(own, p.out_handle, &n);
+	if (!e || !n)
+		return 6;
+	for (i = 0; i < n; i++)
+		if (e[i].phys)
+			return 4;
+	return 0;
+}
+
+static void check_unprivileged(int fd, uint32_t handle, const char *buf)
 {
 	pid_t pid = fork();
 	int status;
 
-	if (pid == 0) {
-		struct mreg_extent *e;
-		uint64_t n, i;
-
-		if (setgid(65534) || setuid(65534))
-			_exit(2);
-		e = mt_query(fd, handle, &n);
-		if (!e || !n)
-			_exit(3);
-		for (i = 0; i < n; i++)
-			if (e[i].phys)
-				_exit(4);
-		_exit(0);
-	}
+	if (pid == 0)
+		_exit(unprivileged_child(fd, handle, buf));
 	MT_CHECK(pid > 0, "fork");
 	waitpid(pid, &status, 0);
 	MT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		 "unprivileged QUERY saw phys or failed (status 0x%x)", status);
+		 "unprivileged QUERY failed or saw phys (status 0x%x)", status);
 }
 
 static void run(int fd, unsigned int thp_kb)
@@ -94,7 +113,7 @@ static void run(int fd, unsigned int thp_kb)
 		 (unsigned long long)n, pin.out_nr_extents);
 	check_extents(buf, e, n);
 	check_readback(fd, pin.out_handle, thp_kb);
-	check_unprivileged(fd, pin.out_handle);
+	check_unprivileged(fd, pin.out_handle, buf);
 	printf("THP %ukB: %llu extents, %llu folios, pfns match pagemap\n",
 	       thp_kb, (unsigned long long)n,
 	       (unsigned long long)pin.out_nr_folios);
@@ -112,6 +131,7 @@ int main(void)
 		mt_skip("needs root for pagemap PFNs and kpageflags");
 	mt_info(fd, &info);
 	MT_CHECK(info.caps & MREG_CAP_PHYS, "root without MREG_CAP_PHYS");
+	mt_grant_group(65534);
 	run(fd, 0);
 	run(fd, 2048);
 	close(fd);

@@ -44,9 +44,11 @@ static int open_own(struct kmod_domain *k, const char *path)
 {
 	k->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (k->fd < 0)
-		return mreg_fail(-errno,
-				 "kmod: open %s: %s (is mreg.ko loaded?)", path,
-				 strerror(errno));
+		return mreg_fail(-errno, "kmod: open %s: %s (%s)", path,
+				 strerror(errno),
+				 errno == EACCES ? "the device is for group mreg: "
+						   "add the user to it"
+						 : "is mreg.ko loaded?");
 	return 0;
 }
 

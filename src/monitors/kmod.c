@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -24,6 +25,7 @@ struct kmod_monitor {
 	bool adopted; /* the caller's /dev/mreg: never closed */
 	size_t map_len;
 	void *map;
+	bool no_rwf_nowait; /* module without RWF_NOWAIT: poll, then read */
 };
 
 static int kmod_open_fd(struct kmod_monitor *k, const struct mreg_cache_attr *a)
@@ -40,9 +42,11 @@ static int kmod_open_fd(struct kmod_monitor *k, const struct mreg_cache_attr *a)
 	k->fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
 	if (k->fd < 0)
 		return mreg_fail(-errno,
-				 "cache: kmod monitor: open /dev/mreg: %s (is "
-				 "mreg.ko loaded?)",
-				 strerror(errno));
+				 "cache: kmod monitor: open /dev/mreg: %s (%s)",
+				 strerror(errno),
+				 errno == EACCES ? "the device is for group mreg: "
+						   "add the user to it"
+						 : "is mreg.ko loaded?");
 	return 0;
 }
 
@@ -138,22 +142,40 @@ static void kmod_unwatch(struct mreg_monitor *m, uint32_t id)
 }
 
 /*
- * The fd may be the caller's, whose O_NONBLOCK is not ours to set: poll
- * first, and read only what is there.
+ * The fd may be the caller's: its O_NONBLOCK is not ours to set, and
+ * another reader may take the event between a poll() and a read().  So
+ * read with RWF_NOWAIT, which mreg.ko honours whatever the fd's flags; a
+ * module from before RWF_NOWAIT (EOPNOTSUPP) is polled first, as then.
  */
+static ssize_t kmod_read_nowait(struct kmod_monitor *k, void *buf, size_t len)
+{
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct pollfd p = {.fd = k->fd, .events = POLLIN};
+	ssize_t n;
+
+	if (!k->no_rwf_nowait) {
+		n = preadv2(k->fd, &iov, 1, -1, RWF_NOWAIT);
+		if (n >= 0 || errno != EOPNOTSUPP)
+			return n;
+		k->no_rwf_nowait = true;
+	}
+	if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN)) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return read(k->fd, buf, len);
+}
+
 static int kmod_events(struct mreg_monitor *m, uint32_t *ids, int max)
 {
 	struct kmod_monitor *k = m->priv;
 	struct mreg_watch_event ev[64];
-	struct pollfd p = {.fd = k->fd, .events = POLLIN};
 	ssize_t n;
 	int i;
 
 	if (max > 64)
 		max = 64;
-	if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
-		return 0;
-	n = read(k->fd, ev, (size_t)max * sizeof(ev[0]));
+	n = kmod_read_nowait(k, ev, (size_t)max * sizeof(ev[0]));
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	for (i = 0; i < n / (ssize_t)sizeof(ev[0]); i++)
