@@ -138,9 +138,11 @@ uapi_check() {
 dkms_install() {
 	local dst=/usr/src/mreg-1.0
 	mkdir -p "$dst/include/uapi"
-	cp "${SOURCES[@]/#/$HERE/}" "$HERE/Makefile" "$HERE/dkms.conf" "$dst/"
+	cp "${SOURCES[@]/#/$HERE/}" "$HERE/Makefile" "$HERE/dkms.conf" \
+		"$HERE/60-mreg.rules" "$HERE/mreg-dkms-hook" "$dst/"
 	cp "$TOP/include/uapi/mreg.h" "$dst/include/uapi/"
-	log "sources in $dst; now: dkms install mreg/1.0"
+	log "sources in $dst; now: dkms install mreg/1.0 (its hook adds group" \
+		"mreg and the udev rule; then: adduser USER mreg)"
 }
 
 case "${1:-build}" in
