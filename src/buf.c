@@ -8,14 +8,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -29,11 +26,6 @@
 
 #define BUF_FLAGS \
 	(MREG_BUF_ALLOW_FALLBACK | MREG_BUF_KEEP_POLICY | MREG_BUF_SET_POLICY)
-/* One policy change at a time on the whole machine, not just here. */
-/* Root's own directory: a lock file where anyone may write could be held
- * (or replaced by a symlink) by an unprivileged user. */
-#define POLICY_DIR    "/run/mreg"
-#define POLICY_LOCK   POLICY_DIR "/policy.lock"
 #define ATTR_MIN_SIZE offsetof(struct mreg_buf_attr, map_level) + 4
 
 struct mreg_buf {
@@ -47,10 +39,9 @@ struct mreg_buf {
 
 /* Saved system state, put back right after the buffer is populated. */
 struct alloc_policy {
-	int lock_fd; /* flock()ed POLICY_LOCK while the policy is ours */
+	bool locked; /* holds the policy lock (policy.c) */
 	struct mreg_thp_policy *thp;
-	char hugetlb_path[128];
-	uint64_t hugetlb_nr;
+	struct mreg_policy_file hugetlb_nr;
 	bool hugetlb_raised;
 };
 
@@ -159,131 +150,56 @@ static enum mreg_map_level effective_level(const struct mreg_buf_attr *a)
 	return MREG_MAP_PTE;
 }
 
-/* Top up the hugetlb pool; surplus pages return when the buffer is freed. */
+/*
+ * Top up the hugetlb pool; surplus pages return when the buffer is freed.
+ * The pool's size is saved to the record before it is raised.
+ */
 static int hugetlb_raise(struct alloc_policy *pol, uint64_t folio_size,
 			 uint64_t need)
 {
-	char free_path[128], nr[32];
-	uint64_t free_pages;
+	char path[128], nr[32];
+	uint64_t nr_pages, free_pages;
 	int ret;
 
-	hugetlb_path(pol->hugetlb_path, sizeof(pol->hugetlb_path), folio_size,
-		     "nr_hugepages");
-	hugetlb_path(free_path, sizeof(free_path), folio_size,
-		     "free_hugepages");
-	ret = mreg_sysfs_read_u64(pol->hugetlb_path, &pol->hugetlb_nr);
+	hugetlb_path(path, sizeof(path), folio_size, "nr_hugepages");
+	ret = mreg_policy_file_read(&pol->hugetlb_nr, path);
 	if (!ret)
-		ret = mreg_sysfs_read_u64(free_path, &free_pages);
+		nr_pages = strtoull(pol->hugetlb_nr.raw, NULL, 10);
+	hugetlb_path(path, sizeof(path), folio_size, "free_hugepages");
+	if (!ret)
+		ret = mreg_sysfs_read_u64(path, &free_pages);
 	if (ret || free_pages >= need)
 		return ret;
-	snprintf(nr, sizeof(nr), "%" PRIu64,
-		 pol->hugetlb_nr + need - free_pages);
-	ret = mreg_sysfs_write(pol->hugetlb_path, nr);
+	ret = mreg_policy_record(&pol->hugetlb_nr, 1);
+	if (ret)
+		return ret;
+	snprintf(nr, sizeof(nr), "%" PRIu64, nr_pages + need - free_pages);
+	pol->hugetlb_raised = true; /* a write that failed halfway, too */
+	ret = mreg_sysfs_write(pol->hugetlb_nr.path, nr);
 	if (ret)
 		return mreg_fail(ret, "buf: raise %s to %s: %s",
-				 pol->hugetlb_path, nr, strerror(-ret));
-	pol->hugetlb_raised = true;
+				 pol->hugetlb_nr.path, nr, strerror(-ret));
 	return 0;
-}
-
-static pthread_mutex_t policy_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t policy_atfork_once = PTHREAD_ONCE_INIT;
-
-/* A fork() while another thread holds the mutex would leave the child a
- * mutex nobody unlocks: fork waits for it, both sides release it. */
-static void policy_prepare(void)
-{
-	pthread_mutex_lock(&policy_mutex);
-}
-
-static void policy_release(void)
-{
-	pthread_mutex_unlock(&policy_mutex);
-}
-
-static void policy_atfork(void)
-{
-	pthread_atfork(policy_prepare, policy_release, policy_release);
-}
-
-/* Open the lock file only if it is root's regular file in root's 0700
- * directory, never through a symlink. */
-static int open_lock_file(void)
-{
-	struct stat st;
-	int fd;
-
-	if (mkdir(POLICY_DIR, 0700) && errno != EEXIST)
-		return -errno;
-	if (lstat(POLICY_DIR, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid || (st.st_mode & 077))
-		return -EPERM;
-	fd = open(POLICY_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid) {
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
 }
 
 /*
  * The policy is global: two allocations narrowing it at once would each
- * restore the other's narrowed view.  A mutex orders this process's
- * threads and an flock() other processes using mreg.
+ * restore the other's narrowed view, hence the lock (policy.c).
  */
-static int policy_lock(struct alloc_policy *pol)
-{
-	int ret;
-
-	pthread_once(&policy_atfork_once, policy_atfork);
-	pthread_mutex_lock(&policy_mutex);
-	pol->lock_fd = open_lock_file();
-	if (pol->lock_fd < 0) {
-		ret = pol->lock_fd;
-		pol->lock_fd = -1;
-		pthread_mutex_unlock(&policy_mutex);
-		return mreg_fail(ret, "buf: lock %s (a root-only 0700 %s): %s",
-				 POLICY_LOCK, POLICY_DIR, strerror(-ret));
-	}
-	while (flock(pol->lock_fd, LOCK_EX)) {
-		if (errno == EINTR)
-			continue;
-		ret = -errno;
-		close(pol->lock_fd);
-		pol->lock_fd = -1;
-		pthread_mutex_unlock(&policy_mutex);
-		return mreg_fail(ret, "buf: flock %s: %s", POLICY_LOCK,
-				 strerror(-ret));
-	}
-	return 0;
-}
-
-static void policy_unlock(struct alloc_policy *pol)
-{
-	if (pol->lock_fd < 0)
-		return;
-	close(pol->lock_fd); /* drops the flock */
-	pol->lock_fd = -1;
-	pthread_mutex_unlock(&policy_mutex);
-}
-
 static int policy_apply(struct alloc_policy *pol, const struct mreg_buf_attr *a,
 			uint64_t length)
 {
 	int ret;
 
-	pol->lock_fd = -1;
 	if (!(a->flags & MREG_BUF_SET_POLICY))
 		return 0;
 	if (geteuid())
 		return mreg_fail(-EPERM, "buf: MREG_BUF_SET_POLICY writes "
 					 "sysfs: needs root");
-	ret = policy_lock(pol);
+	ret = mreg_policy_lock();
 	if (ret)
 		return ret;
+	pol->locked = true;
 	if (a->backing == MREG_BACKING_HUGETLB)
 		return hugetlb_raise(pol, a->folio_size,
 				     length / a->folio_size);
@@ -297,17 +213,19 @@ static int policy_apply(struct alloc_policy *pol, const struct mreg_buf_attr *a,
 
 static int policy_restore(struct alloc_policy *pol)
 {
-	char nr[32];
-	int ret = mreg_thp_policy_restore(pol->thp);
+	int ret = mreg_thp_policy_restore(pol->thp), put;
 
 	pol->thp = NULL;
 	if (pol->hugetlb_raised) {
-		snprintf(nr, sizeof(nr), "%" PRIu64, pol->hugetlb_nr);
-		if (mreg_sysfs_write(pol->hugetlb_path, nr) && !ret)
-			ret = -EIO;
+		put = mreg_policy_file_put(&pol->hugetlb_nr);
+		if (put < 0 && !ret)
+			ret = mreg_fail(put, "buf: restore %s: %s",
+					pol->hugetlb_nr.path, strerror(-put));
 		pol->hugetlb_raised = false;
 	}
-	policy_unlock(pol);
+	if (pol->locked)
+		mreg_policy_unlock(!ret);
+	pol->locked = false;
 	return ret;
 }
 
@@ -452,7 +370,11 @@ static const char *alloc_stat(const struct mreg_buf_attr *a)
 					       : "shmem_alloc";
 }
 
-/* Policy in, fault in, policy out: the narrowed policy never outlives us. */
+/*
+ * Policy in, fault in, policy out: the narrowed policy never outlives us,
+ * and if we are killed in between, the record policy.c wrote before
+ * narrowing it lets the next run put it back.
+ */
 static int fill(struct mreg_buf *buf, uint64_t *alloc_before)
 {
 	struct alloc_policy pol = {0};

@@ -61,8 +61,46 @@ int mreg_sysfs_read_u64(const char *path, uint64_t *val);
 uint64_t mreg_pmd_size(void);
 /* Per-size THP counter, e.g. ("anon_fault_alloc", 65536). */
 int mreg_thp_stat(const char *name, uint64_t folio_size, uint64_t *val);
-/* Same as mreg_thp_select_anon() for hugepages-<size>/shmem_enabled. */
+/* Same as mreg_thp_select_anon() for hugepages-<size>/shmem_enabled;
+ * the caller holds the policy lock. */
 int mreg_thp_select_shmem(uint64_t folio_size);
+
+/*
+ * policy.c: the lock every change of the THP or hugetlb policy takes, and
+ * the record of the files' original contents that outlives a process
+ * killed while the policy is narrowed.
+ */
+#define MREG_POLICY_DIR	   "/run/mreg"
+#define MREG_POLICY_LOCK   MREG_POLICY_DIR "/policy.lock"
+#define MREG_POLICY_RECORD MREG_POLICY_DIR "/policy.saved"
+
+/* A policy file and its whole contents as read ("always [madvise]
+ * never\n"), which is what putting it back must reproduce. */
+struct mreg_policy_file {
+	char path[160];
+	char raw[128];
+};
+
+/* Read @path into @f. */
+int mreg_policy_file_read(struct mreg_policy_file *f, const char *path);
+/* What to write to get @f->raw back: the bracketed choice, or the number. */
+int mreg_policy_file_value(const struct mreg_policy_file *f, char *val,
+			   size_t len);
+/* Write @f back unless it already reads so. Return: 1 written, 0 it
+ * already did, or -errno. */
+int mreg_policy_file_put(const struct mreg_policy_file *f);
+/*
+ * Take the machine-wide lock (a thread holding it may take it again);
+ * the first to take it puts back what a dead holder's record saved.
+ * Root only: the lock lives in root's 0700 MREG_POLICY_DIR.
+ */
+int mreg_policy_lock(void);
+/* Release one hold; the last removes the record unless a restore under
+ * the lock failed (@restored false), which leaves it for the next run. */
+void mreg_policy_unlock(bool restored);
+/* Before changing @files, with the lock held: add those not saved yet to
+ * the record, atomically.  On failure nothing may be changed. */
+int mreg_policy_record(const struct mreg_policy_file *files, int nr);
 
 /* folio.c */
 int mreg_verify_estimate(const char *stat, const uint64_t *alloc_before,

@@ -16,14 +16,10 @@
 
 #define POLICY_MAX_FILES 64
 
-struct policy_file {
-	char path[160];
-	char value[32];
-};
-
 struct mreg_thp_policy {
 	int nr;
-	struct policy_file files[POLICY_MAX_FILES];
+	bool locked; /* holds the policy lock (policy.c) until restored */
+	struct mreg_policy_file files[POLICY_MAX_FILES];
 };
 
 int mreg_sysfs_read(const char *path, char *buf, size_t len)
@@ -161,7 +157,8 @@ MREG_EXPORT int mreg_thp_sizes(uint64_t *sizes, int max)
 
 static int policy_add(struct mreg_thp_policy *p, const char *path)
 {
-	struct policy_file *f;
+	struct mreg_policy_file *f;
+	char choice[32];
 	int ret;
 
 	if (access(path, F_OK))
@@ -169,8 +166,10 @@ static int policy_add(struct mreg_thp_policy *p, const char *path)
 	if (p->nr == POLICY_MAX_FILES)
 		return -E2BIG;
 	f = &p->files[p->nr];
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	ret = mreg_sysfs_read_choice(path, f->value, sizeof(f->value));
+	ret = mreg_policy_file_read(f, path);
+	if (!ret && (!strchr(f->raw, '[') ||
+		     mreg_policy_file_value(f, choice, sizeof(choice))))
+		ret = -EINVAL;
 	if (ret)
 		return ret;
 	p->nr++;
@@ -195,23 +194,46 @@ static int policy_add_sizes(struct mreg_thp_policy *p)
 	return nr < 0 ? nr : ret;
 }
 
-MREG_EXPORT int mreg_thp_policy_save(struct mreg_thp_policy **out)
+static int policy_read(struct mreg_thp_policy *p)
 {
-	struct mreg_thp_policy *p;
 	int ret;
 
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
 	ret = policy_add(p, THP_SYSFS "/enabled");
 	if (!ret)
 		ret = policy_add(p, THP_SYSFS "/shmem_enabled");
 	if (!ret)
 		ret = policy_add_sizes(p);
-	if (ret) {
-		free(p);
+	if (ret)
 		return mreg_fail(ret, "thp policy: cannot read %s: %s",
 				 THP_SYSFS, strerror(-ret));
+	return 0;
+}
+
+/*
+ * Only root can write the policy, and only root can open the lock: a
+ * snapshot taken without root is for reading, and takes no lock.
+ */
+MREG_EXPORT int mreg_thp_policy_save(struct mreg_thp_policy **out)
+{
+	struct mreg_thp_policy *p;
+	int ret = 0;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (!geteuid()) {
+		ret = mreg_policy_lock();
+		p->locked = !ret;
+	}
+	if (!ret)
+		ret = policy_read(p);
+	if (!ret && p->locked)
+		ret = mreg_policy_record(p->files, p->nr);
+	if (ret) {
+		if (p->locked)
+			mreg_policy_unlock(true);
+		free(p);
+		return ret;
 	}
 	*out = p;
 	return 0;
@@ -220,22 +242,21 @@ MREG_EXPORT int mreg_thp_policy_save(struct mreg_thp_policy **out)
 MREG_EXPORT int mreg_thp_policy_restore(struct mreg_thp_policy *p)
 {
 	int i, ret, first = 0;
+	char val[32];
 
 	if (!p)
 		return 0;
 	for (i = 0; i < p->nr; i++) {
-		char now[32];
-
-		if (!mreg_sysfs_read_choice(p->files[i].path, now,
-					    sizeof(now)) &&
-		    !strcmp(now, p->files[i].value))
+		ret = mreg_policy_file_put(&p->files[i]);
+		if (ret >= 0 || first)
 			continue;
-		ret = mreg_sysfs_write(p->files[i].path, p->files[i].value);
-		if (ret && !first)
-			first = mreg_fail(ret, "thp policy: restore %s=%s: %s",
-					  p->files[i].path, p->files[i].value,
-					  strerror(-ret));
+		if (mreg_policy_file_value(&p->files[i], val, sizeof(val)))
+			snprintf(val, sizeof(val), "?");
+		first = mreg_fail(ret, "thp policy: restore %s=%s: %s",
+				  p->files[i].path, val, strerror(-ret));
 	}
+	if (p->locked)
+		mreg_policy_unlock(!first);
 	free(p);
 	return first;
 }
@@ -273,9 +294,19 @@ static int select_one(const char *file, uint64_t folio_size, const char *on)
 MREG_EXPORT int mreg_thp_select_anon(uint64_t folio_size,
 				     enum mreg_thp_mode mode)
 {
+	int ret;
+
 	if (mode > MREG_THP_ALWAYS)
 		return mreg_fail(-EINVAL, "thp policy: bad mode %d", mode);
-	return select_one("enabled", folio_size, mode_names[mode]);
+	/* Without root the writes fail as they always did: no lock to take. */
+	if (geteuid())
+		return select_one("enabled", folio_size, mode_names[mode]);
+	ret = mreg_policy_lock();
+	if (ret)
+		return ret;
+	ret = select_one("enabled", folio_size, mode_names[mode]);
+	mreg_policy_unlock(true);
+	return ret;
 }
 
 int mreg_thp_select_shmem(uint64_t folio_size)
