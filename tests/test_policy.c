@@ -3,64 +3,170 @@
  * The allocator writes sysfs only when asked (MREG_BUF_SET_POLICY), and
  * then narrows the THP policy (or tops up the hugetlb pool) only while a
  * buffer faults in: afterwards every sysfs file reads as before, whether
- * the allocation worked or failed halfway.
+ * the allocation worked or failed halfway, and even when the process was
+ * killed halfway, once the next run has taken the lock.
+ *
+ *   test_policy [crash]    crash: only the kill, record and lock cases
+ *
+ * MREG_POLICY_KILL_MB (default 512) sizes the buffers that are killed.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tcommon.h"
 
 #define THP	 "/sys/kernel/mm/transparent_hugepage"
+#define HUGETLB	 "/sys/kernel/mm/hugepages"
 #define SNAP_MAX 16384
 
-static void append_file(char *snap, size_t *used, const char *path)
+#define POLICY_FILES 96
+
+/* A policy file's whole contents, newline included. */
+struct pfile {
+	char path[160];
+	char raw[128];
+};
+
+struct policy {
+	int nr;
+	struct pfile f[POLICY_FILES];
+};
+
+static void add_file(struct policy *p, const char *path)
 {
-	char buf[256];
-	FILE *f = fopen(path, "re");
+	struct pfile *f = &p->f[p->nr];
+	FILE *fp;
 	size_t n;
 
-	if (!f)
+	if (p->nr == POLICY_FILES || !(fp = fopen(path, "re")))
 		return;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	*used += (size_t)snprintf(snap + *used, SNAP_MAX - *used, "%s=%s", path,
-				  buf);
+	n = fread(f->raw, 1, sizeof(f->raw) - 1, fp);
+	fclose(fp);
+	f->raw[n] = '\0';
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	p->nr++;
 }
 
-/* Every policy file the allocator may touch, as one string. */
-static void snapshot(char *snap)
+/* Every entry of @dir matching @prefix, with @files[] below it. */
+static void add_dir(struct policy *p, const char *dir, const char *prefix,
+		    const char *const *files, int nr)
 {
-	const char *files[] = {"enabled", "shmem_enabled"};
 	struct dirent *de;
 	char path[512];
-	size_t used = 0;
-	DIR *dir;
+	DIR *d = opendir(dir);
 	int i;
 
-	snap[0] = '\0';
-	append_file(snap, &used, THP "/enabled");
-	append_file(snap, &used, THP "/shmem_enabled");
-	append_file(snap, &used,
-		    "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
-	dir = opendir(THP);
-	while (dir && (de = readdir(dir))) {
-		if (strncmp(de->d_name, "hugepages-", 10))
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)))
 			continue;
-		for (i = 0; i < 2; i++) {
-			snprintf(path, sizeof(path), THP "/%s/%s", de->d_name,
-				 files[i]);
-			append_file(snap, &used, path);
+		for (i = 0; i < nr; i++) {
+			snprintf(path, sizeof(path), "%s/%s/%s", dir,
+				 de->d_name, files[i]);
+			add_file(p, path);
 		}
 	}
-	if (dir)
-		closedir(dir);
+	if (d)
+		closedir(d);
+}
+
+/* Every policy file the allocator may touch, THP and hugetlb. */
+static void policy_read(struct policy *p)
+{
+	static const char *const thp[] = {"enabled", "shmem_enabled"};
+	static const char *const hugetlb[] = {"nr_hugepages"};
+
+	p->nr = 0;
+	add_file(p, THP "/enabled");
+	add_file(p, THP "/shmem_enabled");
+	add_dir(p, THP, "hugepages-", thp, 2);
+	add_dir(p, HUGETLB, "hugepages-", hugetlb, 1);
+}
+
+static void snapshot(char *snap)
+{
+	static struct policy p;
+	size_t used = 0;
+	int i;
+
+	policy_read(&p);
+	snap[0] = '\0';
+	for (i = 0; i < p.nr && used < SNAP_MAX; i++)
+		used += (size_t)snprintf(snap + used, SNAP_MAX - used, "%s=%s",
+					 p.f[i].path, p.f[i].raw);
+}
+
+static const struct pfile *find(const struct policy *p, const char *path)
+{
+	int i;
+
+	for (i = 0; i < p->nr; i++)
+		if (!strcmp(p->f[i].path, path))
+			return &p->f[i];
+	return NULL;
+}
+
+/* Print every file of @now that does not read as in @was; return how
+ * many. */
+static int policy_diff(const struct policy *was, const struct policy *now)
+{
+	const struct pfile *cur;
+	int i, nr = 0;
+
+	for (i = 0; i < was->nr; i++) {
+		cur = find(now, was->f[i].path);
+		if (cur && !strcmp(was->f[i].raw, cur->raw))
+			continue;
+		printf("  %s: %.*s -> %.*s\n", was->f[i].path,
+		       (int)strcspn(was->f[i].raw, "\n"), was->f[i].raw,
+		       cur ? (int)strcspn(cur->raw, "\n") : 4,
+		       cur ? cur->raw : "gone");
+		nr++;
+	}
+	return nr + (was->nr != now->nr);
+}
+
+/* The test's own restore, without the library (which may be the one
+ * under test): the bracketed choice, or the number.  Return: how many
+ * files it had to write. */
+static int put_back(const struct policy *p)
+{
+	static struct policy now;
+	const struct pfile *cur;
+	char val[128];
+	int i, nr = 0;
+	FILE *fp;
+
+	policy_read(&now);
+	for (i = 0; i < p->nr; i++) {
+		const char *raw = p->f[i].raw, *open = strchr(raw, '[');
+
+		cur = find(&now, p->f[i].path);
+		if (cur && !strcmp(raw, cur->raw))
+			continue;
+		snprintf(val, sizeof(val), "%.*s",
+			 open ? (int)strcspn(open + 1, "]")
+			      : (int)strcspn(raw, "\n"),
+			 open ? open + 1 : raw);
+		fp = fopen(p->f[i].path, "we");
+		if (fp) {
+			fputs(val, fp);
+			fclose(fp);
+		}
+		nr++;
+	}
+	return nr;
 }
 
 static int alloc_every_case(void)
@@ -210,24 +316,514 @@ static int concurrent_allocs(void)
 	return T_PASS;
 }
 
-int main(void)
+/*
+ * A process killed while the policy is narrowed (SIGKILL, the OOM
+ * killer) cannot restore it.  The library saves the files' contents in
+ * /run/mreg before narrowing, and whoever takes the lock next puts them
+ * back: without that, the next run saves the narrowed policy as its
+ * baseline and the change is permanent.
+ */
+#define RECORD "/run/mreg/policy.saved"
+
+enum child_report { DONE = 'd', FAILED = 'e' };
+
+static uint64_t kill_len(void)
+{
+	const char *mb = getenv("MREG_POLICY_KILL_MB");
+
+	return (uint64_t)(mb && *mb ? strtoull(mb, NULL, 0) : 512) << 20;
+}
+
+static int64_t read_num(const char *path)
+{
+	long long v = -1;
+	FILE *f = fopen(path, "re");
+
+	if (f && fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static void size_path(char *buf, size_t len, const struct t_folio *c,
+		      const char *file)
+{
+	snprintf(buf, len, "%s/hugepages-%" PRIu64 "kB/%s",
+		 c->backing == MREG_BACKING_HUGETLB ? HUGETLB : THP,
+		 c->size >> 10, file);
+}
+
+/* Folios of @c's size faulted in, machine-wide: the mTHP size's counter,
+ * or the hugetlb pages in use. */
+static int64_t faulted(const struct t_folio *c)
+{
+	char nr[192], free_pages[192];
+
+	if (c->backing != MREG_BACKING_HUGETLB) {
+		size_path(nr, sizeof(nr), c, "stats/anon_fault_alloc");
+		return read_num(nr);
+	}
+	size_path(nr, sizeof(nr), c, "nr_hugepages");
+	size_path(free_pages, sizeof(free_pages), c, "free_hugepages");
+	return read_num(nr) - read_num(free_pages);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Allocate with MREG_BUF_SET_POLICY; killed before it reports, we hope. */
+static void populating_child(const struct t_folio *c, uint64_t len, int fd)
+{
+	struct mreg_buf *buf;
+	char what = t_buf(c, len, &buf) ? FAILED : DONE;
+
+	if (write(fd, &what, 1) != 1)
+		_exit(4);
+	pause();
+	_exit(0);
+}
+
+/*
+ * SIGKILL the child a quarter of the way into its populate: its policy
+ * is narrowed from before the first folio faults in until after the
+ * last, so the kill lands inside that window unless the child reports
+ * first.  Return: the child's report, 0 if it had none.
+ */
+static char kill_mid_populate(const struct t_folio *c, uint64_t len,
+			      int *status)
+{
+	int64_t start = faulted(c), want = (int64_t)(len / c->size / 4);
+	uint64_t end = now_ms() + 300000;
+	char report = 0;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds))
+		return FAILED;
+	pid = fork();
+	if (!pid) {
+		close(fds[0]);
+		populating_child(c, len, fds[1]);
+	}
+	close(fds[1]);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	while (pid > 0 && now_ms() < end && read(fds[0], &report, 1) != 1 &&
+	       faulted(c) - start < want)
+		usleep(200);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, status, 0);
+	}
+	if (!report && read(fds[0], &report, 1) != 1)
+		report = 0;
+	close(fds[0]);
+	return pid > 0 ? report : FAILED;
+}
+
+static void next_run_log(void *ctx, int level, const char *msg)
+{
+	printf("  next run, mreg[%d]: %s\n", level, msg);
+	if (level == MREG_LOG_WARN && strstr(msg, "left the policy narrowed"))
+		*(int *)ctx = 1;
+}
+
+/* A fresh process allocating as the killed one did, small.  Return: 0
+ * if it worked and warned that it put a dead owner's policy back. */
+static int next_run(const struct t_folio *c)
+{
+	struct mreg_buf *buf;
+	int status, warned = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		mreg_set_log(next_run_log, &warned);
+		if (t_buf(c, 2 * c->size > (4u << 20) ? 2 * c->size : 4u << 20,
+			  &buf))
+			_exit(1);
+		mreg_buf_free(buf);
+		_exit(warned ? 0 : 2);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* The policy must differ once narrowed, or a kill proves nothing. */
+static int make_baseline(const struct t_folio *c, uint64_t len)
+{
+	char path[192];
+	FILE *f;
+
+	if (c->backing == MREG_BACKING_HUGETLB) {
+		size_path(path, sizeof(path), c, "free_hugepages");
+		return read_num(path) >= (int64_t)(len / c->size) ? -1 : 0;
+	}
+	/* Narrowing writes madvise to the size's knob: start from never. */
+	size_path(path, sizeof(path), c, "enabled");
+	f = fopen(path, "we");
+	if (!f)
+		return -1;
+	fputs("never", f);
+	return fclose(f) ? -1 : 0;
+}
+
+static int kill_then_next_run(const struct t_folio *c, uint64_t len)
+{
+	static struct policy before, killed, after;
+	int status = 0, next;
+	char report;
+
+	policy_read(&before);
+	report = kill_mid_populate(c, len, &status);
+	T_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !report,
+		"%s: the child was not killed mid-populate (report %c, status "
+		"0x%x): raise MREG_POLICY_KILL_MB",
+		c->name, report ? report : '-', status);
+	policy_read(&killed);
+	printf("%s: SIGKILL a quarter into a %" PRIu64 " MB populate left:\n",
+	       c->name, len >> 20);
+	T_CHECK(policy_diff(&before, &killed),
+		"%s: the policy was not narrowed at the kill", c->name);
+	next = next_run(c);
+	policy_read(&after);
+	printf("%s: after the next run, files that differ from before:\n",
+	       c->name);
+	T_CHECK(!policy_diff(&before, &after),
+		"%s: the next run did not put the policy back byte for byte",
+		c->name);
+	T_CHECK(!next, "%s: the next run %s", c->name,
+		next == 2 ? "did not warn that it restored the policy"
+			  : "failed");
+	T_CHECK(access(RECORD, F_OK) && errno == ENOENT,
+		"%s: %s is still there", c->name, RECORD);
+	printf("%s: the next run restored every policy file byte for byte\n",
+	       c->name);
+	return T_PASS;
+}
+
+static int killed_while_narrowed(const struct t_folio *c)
+{
+	static struct policy orig;
+	uint64_t len = kill_len();
+	char path[192];
+	int ret, fixed;
+
+	size_path(path, sizeof(path), c,
+		  c->backing == MREG_BACKING_HUGETLB ? "nr_hugepages"
+						     : "enabled");
+	if (access(path, F_OK) || faulted(c) < 0) {
+		printf("%s: no such size or no counter: kill case not run\n",
+		       c->name);
+		return T_PASS;
+	}
+	policy_read(&orig);
+	if (make_baseline(c, len)) {
+		printf("%s: the policy would not change: kill case not run\n",
+		       c->name);
+		put_back(&orig);
+		return T_PASS;
+	}
+	ret = kill_then_next_run(c, len);
+	/* Whatever the library did, leave the machine as we found it. */
+	fixed = put_back(&orig);
+	if (fixed)
+		printf("%s: the test put %d files back itself\n", c->name,
+		       fixed);
+	return ret;
+}
+
+static int kill_cases(void)
+{
+	const struct t_folio cases[] = {
+		{.size = 65536, .backing = MREG_BACKING_ANON, .name = "64kB"},
+		{.size = t_pmd_size(),
+		 .backing = MREG_BACKING_HUGETLB,
+		 .name = "hugetlb"},
+	};
+	size_t i;
+	int ret = T_PASS;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !ret; i++)
+		ret = killed_while_narrowed(&cases[i]);
+	return ret;
+}
+
+/*
+ * The record is written before anything is narrowed: when it cannot be,
+ * the allocation and the exported save fail naming it, sysfs untouched,
+ * and the lock is free again afterwards.
+ */
+static int record_write_fails(void)
 {
 	static char before[SNAP_MAX], after[SNAP_MAX];
+	struct t_folio c = {.size = 65536, .backing = MREG_BACKING_ANON};
+	struct mreg_thp_policy *saved = NULL;
+	char msg[512], msg2[512];
+	struct mreg_buf *buf;
+	int ret, ret2;
+
+	if (access(THP "/hugepages-64kB/enabled", F_OK)) {
+		printf("no 64 kB mTHP: record failure case not run\n");
+		return T_PASS;
+	}
+	mkdir("/run/mreg", 0700);
+	/* A directory where the temporary record goes: unlink and open
+	 * fail with EISDIR. */
+	T_CHECK(!mkdir(RECORD ".tmp", 0700), "mkdir %s.tmp: %s", RECORD,
+		strerror(errno));
+	snapshot(before);
+	ret = t_buf(&c, 4u << 20, &buf);
+	snprintf(msg, sizeof(msg), "%s", mreg_last_error());
+	ret2 = mreg_thp_policy_save(&saved);
+	snprintf(msg2, sizeof(msg2), "%s", mreg_last_error());
+	snapshot(after);
+	rmdir(RECORD ".tmp");
+	if (!ret)
+		mreg_buf_free(buf);
+	if (!ret2)
+		mreg_thp_policy_restore(saved);
+	T_CHECK(ret == -EISDIR && strstr(msg, RECORD),
+		"SET_POLICY with an unwritable record: %d, %s", ret, msg);
+	T_CHECK(ret2 == -EISDIR && strstr(msg2, RECORD),
+		"mreg_thp_policy_save() with an unwritable record: %d, %s",
+		ret2, msg2);
+	T_CHECK(!strcmp(before, after), "sysfs changed though the record "
+					"could not be written");
+	T_CHECK(!t_buf(&c, 4u << 20, &buf), "afterwards: %s",
+		mreg_last_error());
+	mreg_buf_free(buf);
+	printf("unwritable record: -EISDIR naming %s, sysfs untouched\n",
+	       RECORD);
+	return T_PASS;
+}
+
+/* The thread holding a snapshot's lock may take it again: a SET_POLICY
+ * allocation between its own save and restore does not deadlock. */
+static int nested_in_snapshot(void)
+{
+	struct t_folio c = {.size = 65536, .backing = MREG_BACKING_ANON};
+	struct mreg_thp_policy *saved;
+	struct mreg_buf *buf;
+	int ret;
+
+	T_CHECK(!mreg_thp_policy_save(&saved), "%s", mreg_last_error());
+	ret = t_buf(&c, 4u << 20, &buf);
+	T_CHECK(!mreg_thp_policy_restore(saved), "%s", mreg_last_error());
+	T_CHECK(!ret, "SET_POLICY inside a snapshot: %s", mreg_last_error());
+	mreg_buf_free(buf);
+	T_CHECK(access(RECORD, F_OK), "%s is still there", RECORD);
+	printf("a SET_POLICY allocation inside a snapshot of the same thread "
+	       "works\n");
+	return T_PASS;
+}
+
+/*
+ * The exported calls take the lock too: a snapshot holds it until it is
+ * restored, and mreg_thp_select_anon() in another process waits.
+ */
+static int exported_calls_lock(void)
+{
+	static struct policy orig, during;
+	struct mreg_thp_policy *saved;
+	enum mreg_thp_mode mode;
+	int status, waited, changed;
+	pid_t pid;
+
+	if (access(THP "/hugepages-64kB/enabled", F_OK)) {
+		printf("no 64 kB mTHP: exported lock case not run\n");
+		return T_PASS;
+	}
+	policy_read(&orig);
+	mode = strstr(find(&orig, THP "/hugepages-64kB/enabled")->raw,
+		      "[never]")
+		       ? MREG_THP_MADVISE
+		       : MREG_THP_NEVER;
+	T_CHECK(!mreg_thp_policy_save(&saved), "%s", mreg_last_error());
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		_exit(mreg_thp_select_anon(65536, mode) ? 1 : 0);
+	usleep(300000);
+	waited = pid > 0 && !waitpid(pid, &status, WNOHANG);
+	policy_read(&during);
+	changed = policy_diff(&orig, &during);
+	mreg_thp_policy_restore(saved);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	put_back(&orig);
+	T_CHECK(waited && !changed,
+		"mreg_thp_select_anon() in another process did not wait for "
+		"a saved snapshot's lock");
+	T_CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
+		"mreg_thp_select_anon() failed once the lock was free");
+	printf("mreg_thp_select_anon() waited for mreg_thp_policy_save()'s "
+	       "lock in another process\n");
+	return nested_in_snapshot();
+}
+
+static char logged[2048];
+
+static void log_capture(void *ctx, int level, const char *msg)
+{
+	size_t used = strlen(logged);
+
+	(void)ctx;
+	fprintf(stderr, "test_policy: mreg[%d]: %s\n", level, msg);
+	snprintf(logged + used, sizeof(logged) - used, "%s\n", msg);
+}
+
+static unsigned long long start_time(pid_t pid)
+{
+	unsigned long long start = 0;
+	char path[64], text[1024], *p;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+	fclose(f);
+	p = strrchr(text, ')');
+	for (i = 2; p && i < 22; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		sscanf(p + 1, "%llu", &start);
+	return start;
+}
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* A record as the library writes it (docs/thp-policy.md), for one file. */
+static int forge_record(pid_t owner, const struct pfile *f)
+{
+	char text[512];
+
+	mkdir("/run/mreg", 0700);
+	snprintf(text, sizeof(text),
+		 "mreg-policy-record 1\nowner %d %llu\nfile %s %zu\n%s\nend\n",
+		 (int)owner, start_time(owner), f->path, strlen(f->raw),
+		 f->raw);
+	return write_text(RECORD, text);
+}
+
+/*
+ * A record whose owner is alive cannot exist while we hold the lock,
+ * unless that owner's restore failed or it runs in another pid
+ * namespace: holding the lock proves nobody is changing the policy, so
+ * it is put back all the same.  A record mreg did not write is refused,
+ * naming it, and nothing is written.
+ */
+static int stale_records(void)
+{
+	static struct policy orig, now;
+	static char before[SNAP_MAX], after[SNAP_MAX];
+	const char *knob = THP "/hugepages-64kB/enabled";
+	struct mreg_thp_policy *saved;
+	int status, ret, left;
+	const struct pfile *f;
+	pid_t pid;
+
+	if (access(knob, F_OK)) {
+		printf("no 64 kB mTHP: stale record case not run\n");
+		return T_PASS;
+	}
+	policy_read(&orig);
+	f = find(&orig, knob);
+	pid = fork();
+	if (!pid) {
+		pause();
+		_exit(0);
+	}
+	T_CHECK(pid > 0 && !forge_record(pid, f), "cannot forge %s", RECORD);
+	/* What the live owner narrowed: the opposite of what it saved. */
+	write_text(knob, strstr(f->raw, "[never]") ? "madvise" : "never");
+	logged[0] = '\0';
+	mreg_set_log(log_capture, NULL);
+	ret = mreg_thp_policy_save(&saved);
+	policy_read(&now);
+	if (!ret)
+		mreg_thp_policy_restore(saved);
+	t_init("test_policy");
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	left = !access(RECORD, F_OK);
+	unlink(RECORD);
+	put_back(&orig);
+	T_CHECK(!ret, "save with a live owner's record: %s", mreg_last_error());
+	T_CHECK(!policy_diff(&orig, &now),
+		"a live owner's record was not put back byte for byte");
+	T_CHECK(strstr(logged, "alive but not holding the lock"),
+		"no warning that the owner is alive:\n%s", logged);
+	T_CHECK(!left, "%s is still there", RECORD);
+
+	snapshot(before);
+	T_CHECK(!write_text(RECORD, "not a record\n"), "write %s", RECORD);
+	ret = mreg_thp_policy_save(&saved);
+	snapshot(after);
+	unlink(RECORD);
+	if (!ret)
+		mreg_thp_policy_restore(saved);
+	T_CHECK(ret == -EINVAL && strstr(mreg_last_error(), RECORD),
+		"a corrupt record: %d, %s", ret, mreg_last_error());
+	T_CHECK(!strcmp(before, after), "sysfs changed by a corrupt record");
+	printf("a live owner's record is put back with a warning; a corrupt "
+	       "one is refused, naming it\n");
+	return T_PASS;
+}
+
+/* What the policy record and the lock promise (also `test_policy crash`). */
+static int crash_cases(void)
+{
+	int ret = kill_cases();
+
+	if (!ret)
+		ret = record_write_fails();
+	if (!ret)
+		ret = exported_calls_lock();
+	if (!ret)
+		ret = stale_records();
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static char before[SNAP_MAX], after[SNAP_MAX];
+	bool crash_only = argc > 1 && !strcmp(argv[1], "crash");
 	int ret;
 
 	t_init("test_policy");
 	if (geteuid())
 		return t_skip("changing the THP policy needs root");
 	snapshot(before);
-	ret = default_leaves_sysfs();
-	if (!ret)
+	ret = crash_only ? T_PASS : default_leaves_sysfs();
+	if (!ret && !crash_only)
 		ret = alloc_every_case();
-	if (!ret)
+	if (!ret && !crash_only)
 		ret = alloc_fails_halfway(MREG_BACKING_ANON, 65536);
-	if (!ret)
+	if (!ret && !crash_only)
 		ret = alloc_fails_halfway(MREG_BACKING_HUGETLB, t_pmd_size());
-	if (!ret)
+	if (!ret && !crash_only)
 		ret = concurrent_allocs();
+	if (!ret)
+		ret = crash_cases();
 	if (ret)
 		return ret;
 	snapshot(after);
