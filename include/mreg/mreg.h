@@ -108,9 +108,15 @@ int mreg_folio_hist_format(const struct mreg_folio_hist *hist, char *buf,
 int mreg_thp_sizes(uint64_t *sizes, int max);
 
 struct mreg_thp_policy;
-/* Snapshot every hugepages-<size>/{enabled,shmem_enabled} and the globals. */
+/*
+ * Snapshot every hugepages-<size>/{enabled,shmem_enabled} and the globals.
+ * As root, take the policy lock (the one MREG_BUF_SET_POLICY takes), held
+ * until the snapshot is restored, and save it in /run/mreg, whence the next
+ * run puts it back if this process is killed first.
+ */
 int mreg_thp_policy_save(struct mreg_thp_policy **out);
-/* Write the snapshot back and free it. Return: 0 or the first error. */
+/* Write the snapshot back, release its lock and free it.
+ * Return: 0 or the first error. */
 int mreg_thp_policy_restore(struct mreg_thp_policy *policy);
 
 enum mreg_thp_mode {
@@ -121,7 +127,8 @@ enum mreg_thp_mode {
 
 /*
  * Make @folio_size the only anonymous THP size the kernel may allocate
- * (in @mode); folio_size 4096 turns every size off. Needs root.
+ * (in @mode); folio_size 4096 turns every size off. Needs root; takes the
+ * policy lock (again, in the thread holding a snapshot).
  */
 int mreg_thp_select_anon(uint64_t folio_size, enum mreg_thp_mode mode);
 
@@ -153,7 +160,11 @@ enum mreg_buf_flags {
 	 * MREG_BUF_SET_POLICY allocations never see each other's policy;
 	 * an allocation without the flag takes no lock and may fault in
 	 * under one.  Without it mreg writes nothing to sysfs and gets
-	 * what the system's policy gives.
+	 * what the system's policy gives.  What is narrowed is saved to
+	 * /run/mreg/policy.saved first: if the process is killed, the next
+	 * one to take the lock puts it back.  The lock and the record are
+	 * per /run: containers sharing the host's sysfs with their own /run
+	 * must not use the flag at the same time.
 	 */
 	MREG_BUF_SET_POLICY = 1u << 2,
 };
