@@ -4,6 +4,7 @@
 #
 #   kmod/tests/run-guest.sh [--bench] [--race-runs N] [--tests "kmod-abi ..."]
 #                           [--out DIR] [--kernel BZIMAGE --modules DIR --kdir HEADERS]
+#                           [--ko MREG_KO]
 #
 # --bench adds kmod-kbench: mreg-kbench over 256 MB for every method and
 # folio size (table on the console, JSON in OUT/results/kmod-kbench/), and
@@ -11,6 +12,9 @@
 # --race-runs N adds kmod-race-repeat: kmod-race N times in a row in one
 # boot (MREG_RACE_SECONDS each, default 10 there), stopping at the first
 # failure.
+# --ko runs the tests against a module built elsewhere (an older commit's,
+# say: kmod/tests/security-before-after.sh) instead of building kmod/.
+# kmod-security-CASE runs one case of kmod-security.
 # Exit status: that of mreg-vm run (0 pass, 1 fail, 77 cannot run here).
 set -euo pipefail
 
@@ -20,11 +24,12 @@ PAYLOAD=$TOP/build/kmod/payload
 TESTS_DEFAULT="kmod-abi kmod-badinput kmod-pagemap kmod-folios kmod-bench
 kmod-close kmod-fork kmod-munmap kmod-memlock kmod-fuzz
 kmod-unpinrace kmod-memfdmode kmod-tornread kmod-race kmod-watch kmod-security
-kmod-unload"
-BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR=''
+kmod-trinity kmod-unload"
+BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR='' KO=''
+SECURITY_CASES="sizes nowait fd-passing fork-setuid phys bench exec fork watch-flood"
 
 usage() {
-	sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -38,6 +43,7 @@ parse() {
 		--kernel) KERNEL=$2 ;;
 		--modules) MODULES=$2 ;;
 		--kdir) KDIR=$2 ;;
+		--ko) KO=$(readlink -f "$2") ;;
 		*) usage ;;
 		esac
 		[ $# -ge 2 ] || usage
@@ -49,7 +55,9 @@ parse() {
 }
 
 build_module() {
-	if [ -n "$KDIR" ]; then
+	if [ -n "$KO" ]; then
+		return
+	elif [ -n "$KDIR" ]; then
 		KDIR=$KDIR "$TOP/kmod/build.sh" build
 	else
 		"$TOP/kmod/build.sh" build
@@ -58,8 +66,13 @@ build_module() {
 
 # Static test binaries: the guest needs no extra libraries for them.
 build_tests() {
-	dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q 'ok installed' ||
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-dev >&2
+	local pkg
+	for pkg in libc6-dev trinity; do
+		dpkg-query -W -f='${Status}' $pkg 2>/dev/null | grep -q 'ok installed' ||
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q $pkg >&2 ||
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -q $pkg >&2; }
+	done
 	nice make -s -C "$HERE" OUT="$TOP/build/kmod/tests"
 }
 
@@ -85,8 +98,49 @@ while [ \$i -le ${RACE_RUNS:-0} ]; do
 done
 echo "PASS kmod-race ${RACE_RUNS:-0} runs in a row"
 SH
+	write_trinity_test
 	chmod +x "$PAYLOAD/tests/kmod-kbench" "$PAYLOAD/tests/kmod-fuzz-soak" \
-		"$PAYLOAD/tests/kmod-race-repeat"
+		"$PAYLOAD/tests/kmod-race-repeat" "$PAYLOAD/tests/kmod-trinity"
+}
+
+# Debian's trinity with /dev/mreg as its only victim, unprivileged (uid
+# and gid 65534, the device given to that group as the udev rule gives it
+# to group mreg), on the syscalls that reach the module's file.  Trinity's
+# children are forked from the process that opened the files, so most
+# calls exercise the other-mm paths (EPERM, EPOLLERR, release by a
+# non-owner); the structure-aware kmod-fuzz drives the owner's paths.
+# read(2) is left out: a blocking read of /dev/mreg waits for an event
+# as long as a pipe's would, and trinity 2023.01 did not reap the child
+# blocked in it (the run stalled after 10033 calls); kmod-fuzz reads with
+# O_NONBLOCK and kmod-security with RWF_NOWAIT.
+write_trinity_test() {
+	cat >"$PAYLOAD/tests/kmod-trinity" <<'SH'
+#!/bin/sh
+[ -x /mreg/bin/trinity ] ||
+	{ echo "SKIP: trinity not in the payload (apt-get install trinity)"; exit 77; }
+[ -e /dev/mreg ] || insmod /mreg/ko/mreg.ko || exit 1
+chown 0:65534 /dev/mreg && chmod 0660 /dev/mreg || exit 1
+mkdir -p /tmp/trinity && chmod 1777 /tmp/trinity && cd /tmp/trinity || exit 1
+n=${MREG_TRINITY_COUNT:-20000} seed=${MREG_TRINITY_SEED:-1}
+echo "trinity: $n syscalls, seed $seed, victim /dev/mreg, as 65534:65534"
+/mreg/bin/run-as 65534 65534 /mreg/bin/trinity -q -l off -N "$n" -s "$seed" \
+	-C 4 --victims /dev/mreg \
+	--disable-fds=sockets,pipes,perf,epoll,eventfd,pseudo,timerfd,testfile,memfd,drm \
+	-c ioctl -c mmap -c munmap \
+	-c mremap -c poll -c close -c dup -c openat -c open -c fcntl -c ioctl
+rc=$?
+echo "trinity exited $rc"
+exit $rc
+SH
+}
+
+write_security_cases() {
+	local c
+	for c in $SECURITY_CASES; do
+		printf '#!/bin/sh\nexec /mreg/tests/kmod-security %s\n' "$c" \
+			>"$PAYLOAD/tests/kmod-security-$c"
+		chmod +x "$PAYLOAD/tests/kmod-security-$c"
+	done
 }
 
 assemble_payload() {
@@ -94,7 +148,9 @@ assemble_payload() {
 	mkdir -p "$PAYLOAD/bin" "$PAYLOAD/tests" "$PAYLOAD/ko"
 	cp "$TOP/build/kmod/tests/tests/"kmod-* "$PAYLOAD/tests/"
 	cp "$TOP/build/kmod/tests/bin/"* "$PAYLOAD/bin/"
-	cp "$TOP/kmod/mreg.ko" "$PAYLOAD/ko/"
+	[ ! -x /usr/bin/trinity ] || cp /usr/bin/trinity "$PAYLOAD/bin/"
+	cp "${KO:-$TOP/kmod/mreg.ko}" "$PAYLOAD/ko/mreg.ko"
+	write_security_cases
 	write_bench_tests
 }
 

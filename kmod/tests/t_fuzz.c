@@ -1,29 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Random ioctls, bounded: MREG_FUZZ_COUNT calls (default 20000; use
- * >= 100000 for a soak) with random sizes, flags, handles, ranges and
- * memfds, and watches on the same ranges, their events read and their
- * generation array mapped at random sizes.  Output pointers only ever
- * point at a scratch buffer or at addresses that fault, so the kernel
- * cannot scribble on the fuzzer.  The harness fails the test on any
- * WARN/BUG/Oops or pin leak; the test itself checks that closing the
- * file brings pinned_vm back.
+ * Structure-aware fuzzing of /dev/mreg, bounded: MREG_FUZZ_COUNT calls
+ * (default 20000; >= 100000 for a soak) split over MREG_FUZZ_THREADS
+ * threads (default 4) sharing MREG_FUZZ_FILES open files (default 3),
+ * with random sizes, flags, handles, ranges and memfds, valid and
+ * corrupted structs, and watches on the same ranges, their events read
+ * and their generation array mapped at random sizes.  Meanwhile a chaos
+ * thread munmaps, remaps (MAP_FIXED), mremaps, mprotects and zaps the
+ * region, closes and reopens the files under the other threads, forks
+ * children and execs images that must find every inherited file EPERM.
+ *
+ * Output pointers only ever point at a scratch buffer or at addresses
+ * that fault, so the kernel cannot scribble on the fuzzer.  Every error
+ * must be one the ABI documents.  The harness fails the test on any
+ * WARN/BUG/Oops/KASAN/lockdep report or pin leak; the test itself checks
+ * that closing the files brings pinned_vm and locked_vm back.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mt.h"
 
 #define REGION (2UL << 20)
 #define SCRATCH (64UL << 10)
+#define MAX_FILES 8
+#define MAX_THREADS 16
 
-static char *region, *scratch;
+static char *region;
 static int memfd;
 static uint32_t handles[64];
-static uint64_t seed = 88172645463325252ULL;
+static int files[MAX_FILES];
+static unsigned int nr_files;
+static unsigned long calls_ok, calls_done;
+static volatile int stop;
+/* What the chaos thread did: mutations, reopens, forks, execs. */
+static unsigned long nr_mutations, nr_reopens, nr_forks, nr_execs;
+static __thread uint64_t seed;
+static __thread char *scratch;
 
 static uint64_t rnd(void)
 {
@@ -72,7 +90,9 @@ static uint64_t rnd_out_ptr(void)
 
 static uint32_t rnd_handle(void)
 {
-	return rnd() % 8 ? handles[rnd() % 64] : (uint32_t)rnd();
+	return rnd() % 8 ? __atomic_load_n(&handles[rnd() % 64],
+					   __ATOMIC_RELAXED) :
+			   (uint32_t)rnd();
 }
 
 static uint32_t rnd_size(uint32_t size)
@@ -145,7 +165,7 @@ static unsigned long fill_cmd(union fuzz_cmd *buf)
 		buf->query.handle = rnd_handle();
 		buf->query.extents = rnd_out_ptr();
 		buf->query.nr_extents = rnd() % 4 ? rnd() % 600 : rnd();
-		buf->query.extent_size = rnd() % 4 ? 32 : rnd() % 128;
+		buf->query.extent_size = rnd() % 4 ? 32 : rnd() % 512;
 		break;
 	case MREG_CMD_READ:
 		buf->read.handle = rnd_handle();
@@ -178,7 +198,20 @@ static unsigned long fill_cmd(union fuzz_cmd *buf)
 static void remember(unsigned long req, const struct mreg_pin *p, int ret)
 {
 	if (req == MREG_IOC_PIN && !ret)
-		handles[rnd() % 64] = p->out_handle;
+		__atomic_store_n(&handles[rnd() % 64], p->out_handle,
+				 __ATOMIC_RELAXED);
+}
+
+/* The errors include/uapi/mreg.h documents; anything else is a bug. */
+static int documented(int ret)
+{
+	switch (-ret) {
+	case 0: case EINVAL: case E2BIG: case EFAULT: case ENOTTY: case ENOENT:
+	case ENOMEM: case EMSGSIZE: case EBADF: case EACCES: case ENOSPC:
+	case EINTR: case EPERM: case EOPNOTSUPP:
+		return 1;
+	}
+	return 0;
 }
 
 /* The event file and the generation mapping, with hostile sizes too. */
@@ -193,7 +226,8 @@ static void poke_file(int fd)
 
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 		if (read(fd, rnd() % 8 ? scratch : (void *)8, len) < 0 &&
-		    errno != EAGAIN && errno != EINVAL && errno != EFAULT)
+		    errno != EAGAIN && errno != EINVAL && errno != EFAULT &&
+		    errno != EBADF)
 			mt_fail("read: %s", strerror(errno));
 		fcntl(fd, F_SETFL, fl);
 		return;
@@ -205,51 +239,201 @@ static void poke_file(int fd)
 		munmap(m, mlen);
 }
 
+static int pick_file(void)
+{
+	return __atomic_load_n(&files[rnd() % nr_files], __ATOMIC_RELAXED);
+}
+
+static void *fuzz_thread(void *arg)
+{
+	unsigned long count = (unsigned long)arg, i;
+	void *buf = mt_map(SCRATCH, MT_PAGE);
+	int ret, fd;
+
+	seed = 88172645463325252ULL ^ mt_env_ulong("MREG_FUZZ_SEED", 0) ^
+	       ((uint64_t)(uintptr_t)buf << 7);
+	scratch = mt_map(SCRATCH, MT_PAGE);
+	for (i = 0; i < count; i++) {
+		unsigned long req = fill_cmd(buf);
+
+		fd = pick_file();
+		ret = mt_ioctl(fd, req, buf);
+		/* A file closed under us by the chaos thread: EBADF. */
+		MT_CHECK(documented(ret), "ioctl 0x%lx: undocumented error %d (%s)",
+			 req, ret, strerror(-ret));
+		remember(req, &((union fuzz_cmd *)buf)->pin, ret);
+		__atomic_add_fetch(&calls_ok, !ret, __ATOMIC_RELAXED);
+		if (i % 64 == 0)
+			poke_file(fd);
+	}
+	__atomic_add_fetch(&calls_done, count, __ATOMIC_RELAXED);
+	return NULL;
+}
+
 static void mutate_region(void)
 {
 	size_t off = (rnd() % 512) * MT_PAGE;
+	void *tmp;
 
-	if (rnd() % 2)
+	switch (rnd() % 5) {
+	case 0:
 		madvise(region + off, MT_PAGE, MADV_DONTNEED);
-	else
+		break;
+	case 1:
 		mprotect(region + off, MT_PAGE,
 			 rnd() % 2 ? PROT_READ : PROT_READ | PROT_WRITE);
+		break;
+	case 2: /* munmap, then a fresh page in the hole */
+		munmap(region + off, MT_PAGE);
+		/* fallthrough */
+	case 3: /* replaced in place */
+		mmap(region + off, MT_PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		region[off] = 1;
+		break;
+	case 4: /* moved away by mremap, and the hole refilled */
+		tmp = mmap(NULL, MT_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0);
+		if (tmp != MAP_FAILED &&
+		    mremap(region + off, MT_PAGE, MT_PAGE,
+			   MREMAP_MAYMOVE | MREMAP_FIXED, tmp) != MAP_FAILED)
+			mmap(region + off, MT_PAGE, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (tmp != MAP_FAILED)
+			munmap(tmp, MT_PAGE);
+		break;
+	}
 }
 
-int main(void)
+/* Every call on an inherited file must be EPERM: it is not ours. */
+static int foreign_calls(int fd)
 {
-	unsigned long count = mt_env_ulong("MREG_FUZZ_COUNT", 20000), i, ok = 0;
-	struct mreg_info info;
-	uint64_t before;
-	int fd = mt_open(), ret;
-	void *buf = mt_map(SCRATCH, MT_PAGE);
+	struct mreg_info info = {.size = sizeof(info)};
+	struct mreg_unpin u = {.size = sizeof(u), .handle = 1};
 
-	seed ^= mt_env_ulong("MREG_FUZZ_SEED", 0);
+	if (mt_ioctl(fd, MREG_IOC_INFO, &info) != -EPERM ||
+	    mt_ioctl(fd, MREG_IOC_UNPIN, &u) != -EPERM)
+		return 1;
+	return 0;
+}
+
+static void fork_child(void)
+{
+	int status, fd = pick_file();
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(foreign_calls(fd));
+	MT_CHECK(pid > 0, "fork");
+	waitpid(pid, &status, 0);
+	/* EBADF if the chaos thread had closed it: not a failure either. */
+	MT_CHECK(WIFEXITED(status), "forked child died (0x%x)", status);
+}
+
+/* An image exec'd with a file not marked O_CLOEXEC. */
+static void exec_child(void)
+{
+	int fd = open("/dev/mreg", O_RDWR), status;
+	char arg[16];
+	pid_t pid;
+
+	MT_CHECK(fd >= 0, "open: %s", strerror(errno));
+	snprintf(arg, sizeof(arg), "%d", fd);
+	pid = fork();
+	if (pid == 0) {
+		execl("/proc/self/exe", "kmod-fuzz", "--foreign", arg, NULL);
+		_exit(127);
+	}
+	MT_CHECK(pid > 0, "fork");
+	close(fd);
+	waitpid(pid, &status, 0);
+	MT_CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
+		 "exec'd image could use the file (status 0x%x)", status);
+}
+
+/* Close a file under the fuzzing threads and put a new one in its slot. */
+static void reopen_file(void)
+{
+	unsigned int k = rnd() % nr_files;
+	int old = files[k], fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+
+	MT_CHECK(fd >= 0, "open: %s", strerror(errno));
+	__atomic_store_n(&files[k], fd, __ATOMIC_RELAXED);
+	close(old);
+}
+
+/* Runs until told to stop, and at least until it forked and exec'd. */
+static void *chaos_thread(void *arg)
+{
+	(void)arg;
+	seed = 0x9e3779b97f4a7c15ULL ^ mt_env_ulong("MREG_FUZZ_SEED", 0);
+	while (!stop || nr_execs < 4) {
+		mutate_region();
+		nr_mutations++;
+		if (nr_mutations % 16 == 0) {
+			reopen_file();
+			nr_reopens++;
+		}
+		if (nr_mutations % 32 == 0) {
+			fork_child();
+			nr_forks++;
+		}
+		if (nr_mutations % 128 == 0) {
+			exec_child();
+			nr_execs++;
+		}
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long count = mt_env_ulong("MREG_FUZZ_COUNT", 20000);
+	unsigned long nthreads = mt_env_ulong("MREG_FUZZ_THREADS", 4), i;
+	pthread_t th[MAX_THREADS], chaos;
+	struct mreg_info info;
+	uint64_t before, locked;
+	int fd;
+
+	if (argc == 3 && !strcmp(argv[1], "--foreign"))
+		return foreign_calls(atoi(argv[2]));
+	nr_files = mt_env_ulong("MREG_FUZZ_FILES", 3);
+	MT_CHECK(nthreads >= 1 && nthreads <= MAX_THREADS && nr_files >= 1 &&
+		 nr_files <= MAX_FILES, "MREG_FUZZ_THREADS 1..16, MREG_FUZZ_FILES 1..8");
+	fd = mt_open();
 	region = mt_map(REGION, MT_2M);
-	scratch = mt_map(SCRATCH, MT_PAGE);
 	memfd = memfd_create("mreg-fuzz", MFD_CLOEXEC);
 	MT_CHECK(memfd >= 0 && !ftruncate(memfd, REGION), "memfd");
 	mt_fill(region, REGION, 9);
 	mt_info(fd, &info);
 	before = info.mm_pinned_pages;
-	for (i = 0; i < count; i++) {
-		unsigned long req = fill_cmd(buf);
-
-		ret = mt_ioctl(fd, req, buf);
-		remember(req, &((union fuzz_cmd *)buf)->pin, ret);
-		ok += !ret;
-		if (i % 256 == 0)
-			mutate_region();
-		if (i % 64 == 0)
-			poke_file(fd);
-	}
-	close(fd);
-	fd = mt_open();
+	locked = info.user_locked_pages;
+	for (i = 0; i < nr_files; i++)
+		files[i] = mt_open();
+	MT_CHECK(!pthread_create(&chaos, NULL, chaos_thread, NULL), "thread");
+	for (i = 0; i < nthreads; i++)
+		MT_CHECK(!pthread_create(&th[i], NULL, fuzz_thread,
+					 (void *)(count / nthreads)), "thread");
+	for (i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	stop = 1;
+	pthread_join(chaos, NULL);
+	for (i = 0; i < nr_files; i++)
+		close(files[i]);
 	mt_info(fd, &info);
-	MT_CHECK(info.mm_pinned_pages == before, "pinned_vm %llu after close, was %llu",
+	MT_CHECK(info.mm_pinned_pages == before && info.user_locked_pages == locked,
+		 "after close: pinned_vm %llu (was %llu), locked_vm %llu (was %llu)",
 		 (unsigned long long)info.mm_pinned_pages,
-		 (unsigned long long)before);
-	printf("%lu random ioctls, %lu succeeded\n", count, ok);
+		 (unsigned long long)before,
+		 (unsigned long long)info.user_locked_pages,
+		 (unsigned long long)locked);
+	close(fd);
+	printf("%lu random ioctls from %lu threads on %u files, %lu succeeded, seed %lu\n",
+	       calls_done, nthreads, nr_files, calls_ok,
+	       mt_env_ulong("MREG_FUZZ_SEED", 0));
+	printf("raced by %lu region mutations, %lu files closed and reopened, "
+	       "%lu forks, %lu execs\n", nr_mutations, nr_reopens, nr_forks,
+	       nr_execs);
 	printf("PASS fuzz\n");
 	return 0;
 }

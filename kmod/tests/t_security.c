@@ -177,10 +177,6 @@ static int exec_generation(int gen, int wfd)
 	char arg_gen[16], arg_fd[16];
 	int fd, old, ret;
 
-	for (old = 3; old < 64; old++)
-		if (old != wfd && is_mreg_fd(old))
-			MT_EXPECT_ERR(info_err(old), -EPERM,
-				      "INFO on a file from before exec");
 	fd = open("/dev/mreg", O_RDWR); /* no O_CLOEXEC: the attack */
 	MT_CHECK(fd >= 0, "open /dev/mreg as %u: %s", NOBODY, strerror(errno));
 	ret = mt_pin(fd, (uintptr_t)buf, LIMIT, 0, 0, NULL);
@@ -188,6 +184,10 @@ static int exec_generation(int gen, int wfd)
 		MT_EXPECT_ERR(ret, -ENOMEM, "PIN after exec, limit already held");
 	else
 		MT_EXPECT_ERR(ret, 0, "PIN up to RLIMIT_MEMLOCK");
+	for (old = 3; old < 64; old++)
+		if (old != wfd && old != fd && is_mreg_fd(old))
+			MT_EXPECT_ERR(info_err(old), -EPERM,
+				      "INFO on a file from before exec");
 	if (gen == GENERATIONS - 1)
 		return hold(wfd);
 	snprintf(arg_gen, sizeof(arg_gen), "%d", gen + 1);
@@ -226,10 +226,6 @@ static int fork_parent(int wfd)
 
 	MT_CHECK(fd >= 0, "open: %s", strerror(errno));
 	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)buf, LIMIT, 0, 0, NULL), 0, "PIN");
-	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_INFO, &info), 0, "INFO");
-	MT_CHECK(info.user_locked_pages >= LIMIT_PAGES,
-		 "user charged %llu pages",
-		 (unsigned long long)info.user_locked_pages);
 	pid = fork();
 	MT_CHECK(pid >= 0, "fork");
 	if (!pid)
@@ -237,6 +233,10 @@ static int fork_parent(int wfd)
 	waitpid(pid, &status, 0);
 	MT_CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
 		 "forked child failed (status 0x%x)", status);
+	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_INFO, &info), 0, "INFO");
+	MT_CHECK(info.user_locked_pages >= LIMIT_PAGES,
+		 "user charged %llu pages",
+		 (unsigned long long)info.user_locked_pages);
 	return hold(wfd);
 }
 
