@@ -116,8 +116,9 @@ void kbench_cell_run(const struct bench_opts *o, struct cell *c,
 	for (i = 0; i < o->warmup + o->reps; i++) {
 		ret = bench_once(fd, c, buf, &b);
 		if (ret) {
-			snprintf(c->note, sizeof(c->note), "MREG_IOC_BENCH: %s",
-				 strerror(-ret));
+			snprintf(c->note, sizeof(c->note),
+				 "MREG_IOC_BENCH: %s%s", strerror(-ret),
+				 ret == -EPERM ? " (needs CAP_SYS_ADMIN)" : "");
 			break;
 		}
 		if (i < o->warmup)

@@ -2,6 +2,7 @@
 #ifndef MREG_INTERNAL_H
 #define MREG_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -227,5 +228,13 @@ struct mreg_iova;
 int mreg_region_iova(struct mreg_domain *d, struct mreg_iova *a,
 		     const struct mreg_region *r, uint64_t align,
 		     uint64_t *iova);
+
+/* Why /dev/mreg could not be opened: not loaded, or not this user's. */
+static inline const char *mreg_kmod_open_hint(int err)
+{
+	return err == EACCES ? "the device is for group mreg: add the user "
+			       "to it"
+			     : "is mreg.ko loaded?";
+}
 
 #endif

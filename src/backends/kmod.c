@@ -42,13 +42,14 @@ static int check_abi(int fd, const char *path)
 
 static int open_own(struct kmod_domain *k, const char *path)
 {
+	int err;
+
 	k->fd = open(path, O_RDWR | O_CLOEXEC);
-	if (k->fd < 0)
-		return mreg_fail(-errno, "kmod: open %s: %s (%s)", path,
-				 strerror(errno),
-				 errno == EACCES ? "the device is for group mreg: "
-						   "add the user to it"
-						 : "is mreg.ko loaded?");
+	if (k->fd < 0) {
+		err = errno;
+		return mreg_fail(-err, "kmod: open %s: %s (%s)", path,
+				 strerror(err), mreg_kmod_open_hint(err));
+	}
 	return 0;
 }
 

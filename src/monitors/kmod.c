@@ -30,6 +30,8 @@ struct kmod_monitor {
 
 static int kmod_open_fd(struct kmod_monitor *k, const struct mreg_cache_attr *a)
 {
+	int err;
+
 	if (a->comp_mask & MREG_CACHE_ATTR_KMOD_FD) {
 		if (a->kmod_fd < 0)
 			return mreg_fail(-EBADF,
@@ -40,13 +42,12 @@ static int kmod_open_fd(struct kmod_monitor *k, const struct mreg_cache_attr *a)
 		return 0;
 	}
 	k->fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
-	if (k->fd < 0)
-		return mreg_fail(-errno,
+	if (k->fd < 0) {
+		err = errno;
+		return mreg_fail(-err,
 				 "cache: kmod monitor: open /dev/mreg: %s (%s)",
-				 strerror(errno),
-				 errno == EACCES ? "the device is for group mreg: "
-						   "add the user to it"
-						 : "is mreg.ko loaded?");
+				 strerror(err), mreg_kmod_open_hint(err));
+	}
 	return 0;
 }
 
