@@ -4,7 +4,7 @@
 #
 #   kmod/tests/run-guest.sh [--bench] [--race-runs N] [--tests "kmod-abi ..."]
 #                           [--out DIR] [--kernel BZIMAGE --modules DIR --kdir HEADERS]
-#                           [--ko MREG_KO]
+#                           [--ko MREG_KO] [--soak]
 #
 # --bench adds kmod-kbench: mreg-kbench over 256 MB for every method and
 # folio size (table on the console, JSON in OUT/results/kmod-kbench/), and
@@ -12,6 +12,10 @@
 # --race-runs N adds kmod-race-repeat: kmod-race N times in a row in one
 # boot (MREG_RACE_SECONDS each, default 10 there), stopping at the first
 # failure.
+# --soak adds kmod-fuzz-long (kmod-fuzz with seeds 1..SOAK_SEEDS, default
+# 8, of SOAK_CALLS calls each, default 50000) and kmod-trinity-long
+# (trinity with SOAK_SEEDS seeds of SOAK_CALLS syscalls): the long fuzz
+# run, for the debug kernel (kernel/results/kmod-fuzz.md).
 # --ko runs the tests against a module built elsewhere (an older commit's,
 # say: kmod/tests/security-before-after.sh) instead of building kmod/.
 # kmod-security-CASE runs one case of kmod-security.
@@ -25,7 +29,7 @@ TESTS_DEFAULT="kmod-abi kmod-badinput kmod-pagemap kmod-folios kmod-bench
 kmod-close kmod-fork kmod-munmap kmod-memlock kmod-fuzz
 kmod-unpinrace kmod-memfdmode kmod-tornread kmod-race kmod-watch kmod-security
 kmod-trinity kmod-unload"
-BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR='' KO=''
+SOAK='' BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR='' KO=''
 SECURITY_CASES="sizes nowait fd-passing fork-setuid phys bench exec fork watch-flood"
 
 usage() {
@@ -37,6 +41,7 @@ parse() {
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--bench) BENCH=1 && shift && continue ;;
+		--soak) SOAK=1 && shift && continue ;;
 		--race-runs) RACE_RUNS=$2 ;;
 		--tests) TESTS=$2 ;;
 		--out) OUT=$2 ;;
@@ -51,6 +56,7 @@ parse() {
 	done
 	TESTS=${TESTS:-$(tr "\n" " " <<<"$TESTS_DEFAULT")}
 	[ -z "$BENCH" ] || TESTS="$TESTS kmod-kbench kmod-fuzz-soak"
+	[ -z "$SOAK" ] || TESTS="$TESTS kmod-fuzz-long kmod-trinity-long"
 	[ -z "$RACE_RUNS" ] || TESTS="$TESTS kmod-race-repeat"
 }
 
@@ -99,8 +105,10 @@ done
 echo "PASS kmod-race ${RACE_RUNS:-0} runs in a row"
 SH
 	write_trinity_test
+	write_soak_tests
 	chmod +x "$PAYLOAD/tests/kmod-kbench" "$PAYLOAD/tests/kmod-fuzz-soak" \
-		"$PAYLOAD/tests/kmod-race-repeat" "$PAYLOAD/tests/kmod-trinity"
+		"$PAYLOAD/tests/kmod-race-repeat" "$PAYLOAD/tests/kmod-trinity" \
+		"$PAYLOAD/tests/kmod-fuzz-long" "$PAYLOAD/tests/kmod-trinity-long"
 }
 
 # Debian's trinity with /dev/mreg as its only victim, unprivileged (uid
@@ -131,6 +139,31 @@ echo "trinity: $n syscalls, seed $seed, victim /dev/mreg, as 65534:65534"
 rc=$?
 echo "trinity exited $rc"
 exit $rc
+SH
+}
+
+# One seed after another, each a fresh run whose pins must balance; the
+# harness checks the whole boot's balance and dmesg after the last.
+write_soak_tests() {
+	local seeds=${SOAK_SEEDS:-8} calls=${SOAK_CALLS:-50000}
+	cat >"$PAYLOAD/tests/kmod-fuzz-long" <<SH
+#!/bin/sh
+s=1
+while [ \$s -le $seeds ]; do
+	echo "kmod-fuzz seed \$s, $calls calls"
+	MREG_FUZZ_SEED=\$s MREG_FUZZ_COUNT=$calls /mreg/tests/kmod-fuzz || exit 1
+	s=\$((s + 1))
+done
+echo "PASS kmod-fuzz-long: $seeds seeds x $calls calls"
+SH
+	cat >"$PAYLOAD/tests/kmod-trinity-long" <<SH
+#!/bin/sh
+s=1
+while [ \$s -le $seeds ]; do
+	MREG_TRINITY_SEED=\$s MREG_TRINITY_COUNT=$calls /mreg/tests/kmod-trinity || exit 1
+	s=\$((s + 1))
+done
+echo "PASS kmod-trinity-long: $seeds seeds x $calls syscalls"
 SH
 }
 
