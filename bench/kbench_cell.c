@@ -92,9 +92,11 @@ static int open_mreg(struct cell *c)
 {
 	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
 
+	/* BENCH is root's (CAP_SYS_ADMIN), whoever may open the device. */
 	if (fd < 0)
-		snprintf(c->note, sizeof(c->note), "/dev/mreg: %s",
-			 strerror(errno));
+		snprintf(c->note, sizeof(c->note), "/dev/mreg: %s%s",
+			 strerror(errno),
+			 errno == EACCES ? " (kbench cells need root)" : "");
 	return fd;
 }
 

@@ -232,9 +232,34 @@ int mreg_region_iova(struct mreg_domain *d, struct mreg_iova *a,
 /* Why /dev/mreg could not be opened: not loaded, or not this user's. */
 static inline const char *mreg_kmod_open_hint(int err)
 {
-	return err == EACCES ? "the device is for group mreg: add the user "
-			       "to it"
-			     : "is mreg.ko loaded?";
+	switch (err) {
+	case EACCES:
+		return "not this user's: with kmod/60-mreg.rules installed it "
+		       "is group mreg's (adduser USER mreg, then log in "
+		       "again), without it root's";
+	case EPERM:
+		return "refused by a device cgroup or security module";
+	default:
+		return "is mreg.ko loaded?";
+	}
+}
+
+/* What an error of a /dev/mreg call means beyond its errno, or "". */
+static inline const char *mreg_kmod_hint(int err)
+{
+	switch (err) {
+	case -EPERM:
+		return " (the /dev/mreg file was opened by another process: "
+		       "after fork, exec or fd passing, open it again in this "
+		       "process, with O_CLOEXEC)";
+	case -ENOMEM:
+		return " (above RLIMIT_MEMLOCK, which counts every pin of this "
+		       "user: all its processes, io_uring rings and iommufds, "
+		       "and files not yet closed; or above mreg.ko's per-file "
+		       "cap, max_pin_pages_per_file)";
+	default:
+		return "";
+	}
 }
 
 #endif

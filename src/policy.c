@@ -138,6 +138,10 @@ static int flock_machine(void)
 }
 
 /* Field 22 of /proc/<pid>/stat, 0 if there is no such process. */
+/*
+ * Start time of @pid (field 22 of /proc/pid/stat), or 0 when it is gone
+ * or a zombie: killed but not yet reaped is dead for the policy's sake.
+ */
 static unsigned long long proc_start(pid_t pid)
 {
 	unsigned long long start = 0;
@@ -156,6 +160,8 @@ static unsigned long long proc_start(pid_t pid)
 	text[n] = '\0';
 	/* The command name may hold spaces and parentheses: skip past it. */
 	p = strrchr(text, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
 	for (i = 2; p && i < 22; i++)
 		p = strchr(p + 1, ' ');
 	if (p)

@@ -218,6 +218,9 @@ MREG_EXPORT int mreg_thp_policy_save(struct mreg_thp_policy **out)
 	struct mreg_thp_policy *p;
 	int ret = 0;
 
+	/* Before the lock: a NULL @out must not leave a record behind. */
+	if (!out)
+		return mreg_fail(-EINVAL, "thp policy: save: out is NULL");
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -291,6 +294,21 @@ static int select_one(const char *file, uint64_t folio_size, const char *on)
 	return 0;
 }
 
+/* 4096 (every size off) or a size with its hugepages-<size>kB directory. */
+static bool size_selectable(uint64_t folio_size)
+{
+	uint64_t sizes[32];
+	int nr, i;
+
+	if (folio_size == 4096)
+		return true;
+	nr = thp_dir_sizes(sizes, 32, false);
+	for (i = 0; i < nr; i++)
+		if (sizes[i] == folio_size)
+			return true;
+	return false;
+}
+
 MREG_EXPORT int mreg_thp_select_anon(uint64_t folio_size,
 				     enum mreg_thp_mode mode)
 {
@@ -298,9 +316,15 @@ MREG_EXPORT int mreg_thp_select_anon(uint64_t folio_size,
 
 	if (mode > MREG_THP_ALWAYS)
 		return mreg_fail(-EINVAL, "thp policy: bad mode %d", mode);
-	/* Without root the writes fail as they always did: no lock to take. */
+	/* A typo would turn every size off, machine-wide: refuse it. */
+	if (!size_selectable(folio_size))
+		return mreg_fail(-EINVAL,
+				 "thp policy: folio_size %" PRIu64 " is not a "
+				 "THP size this kernel offers (nor 4096: none)",
+				 folio_size);
 	if (geteuid())
-		return select_one("enabled", folio_size, mode_names[mode]);
+		return mreg_fail(-EPERM, "thp policy: selecting a folio size "
+					 "writes sysfs: needs root");
 	ret = mreg_policy_lock();
 	if (ret)
 		return ret;

@@ -248,6 +248,27 @@ static int default_leaves_sysfs(void)
 	return T_PASS;
 }
 
+/* Bad arguments change nothing: no record left, no size turned off. */
+static int bad_arguments(void)
+{
+	static char before[SNAP_MAX], after[SNAP_MAX];
+	int ret;
+
+	snapshot(before);
+	ret = mreg_thp_policy_save(NULL);
+	T_CHECK(ret == -EINVAL && strstr(mreg_last_error(), "out"),
+		"save(NULL): %d %s", ret, mreg_last_error());
+	T_CHECK(access("/run/mreg/policy.saved", F_OK),
+		"save(NULL) left a record behind");
+	ret = mreg_thp_select_anon(12345, MREG_THP_MADVISE);
+	T_CHECK(ret == -EINVAL && strstr(mreg_last_error(), "12345"),
+		"select_anon(12345): %d %s", ret, mreg_last_error());
+	snapshot(after);
+	T_CHECK(!strcmp(before, after), "a bad argument changed the policy");
+	printf("bad arguments: -EINVAL naming them, policy untouched\n");
+	return T_PASS;
+}
+
 #define RACE_ALLOCS 10
 
 /* Alternate 64 kB and PMD-sized buffers, each of which must verify. */
@@ -814,6 +835,8 @@ int main(int argc, char **argv)
 		return t_skip("changing the THP policy needs root");
 	snapshot(before);
 	ret = crash_only ? T_PASS : default_leaves_sysfs();
+	if (!ret && !crash_only)
+		ret = bad_arguments();
 	if (!ret && !crash_only)
 		ret = alloc_every_case();
 	if (!ret && !crash_only)

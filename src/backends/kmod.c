@@ -32,8 +32,8 @@ static int check_abi(int fd, const char *path)
 	struct mreg_info info = {.size = sizeof(info)};
 
 	if (ioctl(fd, MREG_IOC_INFO, &info))
-		return mreg_fail(-errno, "kmod: %s: MREG_IOC_INFO: %s", path,
-				 strerror(errno));
+		return mreg_fail(-errno, "kmod: %s: MREG_IOC_INFO: %s%s", path,
+				 strerror(errno), mreg_kmod_hint(-errno));
 	if (info.abi_version != MREG_ABI_VERSION)
 		return mreg_fail(-EPROTO, "kmod: %s speaks ABI %u, mreg %u",
 				 path, info.abi_version, MREG_ABI_VERSION);
@@ -119,13 +119,9 @@ static int kmod_reg(struct mreg_domain *d, struct mreg_region *r)
 		return mreg_fail(ret, "kmod: PIN addr 0x%llx len %llu: %s%s%s",
 				 (unsigned long long)r->info.addr,
 				 (unsigned long long)r->info.length,
-				 strerror(-ret), mreg_reg_hint(ret),
-				 ret == -ENOMEM ? " (or above mreg.ko's "
-						  "per-file cap: module "
-						  "parameter "
-						  "max_pin_pages_per_file, "
-						  "1 GiB by default)"
-						: "");
+				 strerror(-ret),
+				 ret == -EFAULT ? mreg_reg_hint(ret) : "",
+				 mreg_kmod_hint(ret));
 	r->info.index = pin.out_handle;
 	r->info.nr_slices = pin.out_nr_extents;
 	return 0;
@@ -143,8 +139,9 @@ static int kmod_dereg(struct mreg_domain *d, struct mreg_region *r,
 	ret = ioctl(k->fd, MREG_IOC_UNPIN, &unpin) ? -errno : 0;
 	*ns = mreg_now_ns() - t0;
 	if (ret)
-		return mreg_fail(ret, "kmod: UNPIN handle %u: %s", unpin.handle,
-				 strerror(-ret));
+		return mreg_fail(ret, "kmod: UNPIN handle %u: %s%s",
+				 unpin.handle, strerror(-ret),
+				 mreg_kmod_hint(ret));
 	return 0;
 }
 
@@ -172,8 +169,9 @@ static int kmod_extents(const struct mreg_region *r,
 						     .order = raw[i].order};
 	free(raw);
 	if (ret && ret != -EMSGSIZE)
-		return mreg_fail(ret, "kmod: QUERY handle %u: %s",
-				 r->info.index, strerror(-ret));
+		return mreg_fail(ret, "kmod: QUERY handle %u: %s%s",
+				 r->info.index, strerror(-ret),
+				 mreg_kmod_hint(ret));
 	return ret;
 }
 

@@ -59,8 +59,10 @@ static int kmod_map(struct kmod_monitor *k, struct mreg_monitor *m)
 
 	if (ioctl(k->fd, MREG_IOC_INFO, &mi))
 		return mreg_fail(-errno,
-				 "cache: kmod fd %d is not /dev/mreg: %s",
-				 k->fd, strerror(errno));
+				 "cache: kmod fd %d: MREG_IOC_INFO: %s%s",
+				 k->fd, strerror(errno),
+				 errno == ENOTTY ? " (not /dev/mreg)"
+						 : mreg_kmod_hint(-errno));
 	if (ioctl(k->fd, MREG_IOC_WATCH_INFO, &info))
 		return mreg_fail(
 			errno == ENOTTY ? -EOPNOTSUPP : -errno,
@@ -73,9 +75,9 @@ static int kmod_map(struct kmod_monitor *k, struct mreg_monitor *m)
 	k->map_len = (k->map_len + (size_t)page - 1) & ~((size_t)page - 1);
 	k->map = mmap(NULL, k->map_len, PROT_READ, MAP_SHARED, k->fd, 0);
 	if (k->map == MAP_FAILED)
-		return mreg_fail(-errno,
-				 "cache: kmod monitor: mmap of %zu bytes: %s",
-				 k->map_len, strerror(errno));
+		return mreg_fail(
+			-errno, "cache: kmod monitor: mmap of %zu bytes: %s%s",
+			k->map_len, strerror(errno), mreg_kmod_hint(-errno));
 	m->gens = k->map;
 	m->max_watches = info.max_watches;
 	return 0;
@@ -119,14 +121,10 @@ static int kmod_watch(struct mreg_monitor *m, uint64_t start, uint64_t len,
 	struct mreg_watch w = {.size = sizeof(w), .addr = start, .length = len};
 
 	if (ioctl(k->fd, MREG_IOC_WATCH, &w))
-		return mreg_fail(
-			-errno, "cache: WATCH 0x%llx len %llu: %s%s",
-			(unsigned long long)start, (unsigned long long)len,
-			strerror(errno),
-			errno == EPERM
-				? " (the cache belongs to another process: a "
-				  "child of fork must open its own)"
-				: "");
+		return mreg_fail(-errno, "cache: WATCH 0x%llx len %llu: %s%s",
+				 (unsigned long long)start,
+				 (unsigned long long)len, strerror(errno),
+				 mreg_kmod_hint(-errno));
 	*id = w.out_id;
 	*gen = w.out_generation;
 	return 0;
