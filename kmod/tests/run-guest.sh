@@ -14,8 +14,9 @@
 # failure.
 # --soak adds kmod-fuzz-long (kmod-fuzz with seeds 1..SOAK_SEEDS, default
 # 8, of SOAK_CALLS calls each, default 50000) and kmod-trinity-long
-# (trinity with SOAK_SEEDS seeds of SOAK_CALLS syscalls): the long fuzz
-# run, for the debug kernel (kernel/results/kmod-fuzz.md).
+# (trinity with SOAK_SEEDS seeds of SOAK_TRINITY_CALLS syscalls, default
+# SOAK_CALLS): the long fuzz run, for the debug kernel
+# (kernel/results/kmod-security.md).
 # --ko runs the tests against a module built elsewhere (an older commit's,
 # say: kmod/tests/security-before-after.sh) instead of building kmod/.
 # kmod-security-CASE runs one case of kmod-security.
@@ -146,6 +147,7 @@ SH
 # harness checks the whole boot's balance and dmesg after the last.
 write_soak_tests() {
 	local seeds=${SOAK_SEEDS:-8} calls=${SOAK_CALLS:-50000}
+	local tcalls=${SOAK_TRINITY_CALLS:-${SOAK_CALLS:-50000}}
 	cat >"$PAYLOAD/tests/kmod-fuzz-long" <<SH
 #!/bin/sh
 s=1
@@ -160,10 +162,10 @@ SH
 #!/bin/sh
 s=1
 while [ \$s -le $seeds ]; do
-	MREG_TRINITY_SEED=\$s MREG_TRINITY_COUNT=$calls /mreg/tests/kmod-trinity || exit 1
+	MREG_TRINITY_SEED=\$s MREG_TRINITY_COUNT=$tcalls /mreg/tests/kmod-trinity || exit 1
 	s=\$((s + 1))
 done
-echo "PASS kmod-trinity-long: $seeds seeds x $calls syscalls"
+echo "PASS kmod-trinity-long: $seeds seeds x $tcalls syscalls"
 SH
 }
 

@@ -40,6 +40,9 @@ static unsigned long calls_ok, calls_done;
 static volatile int stop;
 /* What the chaos thread did: mutations, reopens, forks, execs. */
 static unsigned long nr_mutations, nr_reopens, nr_forks, nr_execs;
+/* The chaos thread's quota: the ioctl threads race it until it is met. */
+static unsigned long exec_quota;
+static volatile int quota_met;
 static __thread uint64_t seed;
 static __thread char *scratch;
 
@@ -253,7 +256,7 @@ static void *fuzz_thread(void *arg)
 	seed = 88172645463325252ULL ^ mt_env_ulong("MREG_FUZZ_SEED", 0) ^
 	       ((uint64_t)(uintptr_t)buf << 7);
 	scratch = mt_map(SCRATCH, MT_PAGE);
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < count || !quota_met; i++) {
 		unsigned long req = fill_cmd(buf);
 
 		fd = pick_file();
@@ -266,7 +269,7 @@ static void *fuzz_thread(void *arg)
 		if (i % 64 == 0)
 			poke_file(fd);
 	}
-	__atomic_add_fetch(&calls_done, count, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&calls_done, i, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -362,12 +365,17 @@ static void reopen_file(void)
 	close(old);
 }
 
-/* Runs until told to stop, and at least until it forked and exec'd. */
+/*
+ * Runs until told to stop; the ioctl threads keep going until it has
+ * exec'd its quota (one exec per 128 mutations, 32 reopens, 4 forks).
+ */
 static void *chaos_thread(void *arg)
 {
 	(void)arg;
 	seed = 0x9e3779b97f4a7c15ULL ^ mt_env_ulong("MREG_FUZZ_SEED", 0);
-	while (!stop || nr_execs < 4) {
+	while (!stop) {
+		if (nr_execs >= exec_quota)
+			quota_met = 1;
 		mutate_region();
 		nr_mutations++;
 		if (nr_mutations % 16 == 0) {
@@ -398,6 +406,8 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "--foreign"))
 		return foreign_calls(atoi(argv[2]));
 	nr_files = mt_env_ulong("MREG_FUZZ_FILES", 3);
+	/* One exec per 2500 calls, at least 4: the races scale with the run. */
+	exec_quota = count / 2500 > 4 ? count / 2500 : 4;
 	MT_CHECK(nthreads >= 1 && nthreads <= MAX_THREADS && nr_files >= 1 &&
 		 nr_files <= MAX_FILES, "MREG_FUZZ_THREADS 1..16, MREG_FUZZ_FILES 1..8");
 	fd = mt_open();
