@@ -13,6 +13,12 @@
  * Each pin is also added to the owner's mm->pinned_vm, for visibility in
  * /proc/pid/status (VmPin), and to the open file, against its cap.
  *
+ * A pin is charged for every page of the folios it holds, as io_uring
+ * charges whole compound pages: a pinned folio can be neither split nor
+ * freed, so one pinned 4 KiB page of a 2 MiB THP holds 2 MiB even after
+ * the rest is unmapped.  The range is charged before pinning, the rest of
+ * its folios once they are known.
+ *
  * Every charge is taken before pinning, so that an over-limit request
  * fails with ENOMEM having pinned nothing.
  *
@@ -156,7 +162,7 @@ static int mreg_account_file(struct mreg_file *mf, unsigned long npages)
 }
 
 /* As io_uring's __io_account_mem(): never above the limit, even racing. */
-static int mreg_account_user(struct user_struct *user, unsigned long npages)
+int mreg_account_memlock(struct user_struct *user, unsigned long npages)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	unsigned long cur = atomic_long_read(&user->locked_vm), new;
@@ -169,31 +175,40 @@ static int mreg_account_user(struct user_struct *user, unsigned long npages)
 }
 
 /**
- * mreg_account_charge() - charge a pin before its pages are pinned
+ * mreg_account_charge() - charge pages to a pin
  * @mf: the open file, owned by current->mm
- * @pin: the pin, with @pin->nr_pages set
+ * @pin: the pin
+ * @npages: pages to add to its charge: its range before pinning, then the
+ *          rest of the folios the pin holds
  *
- * Return: 0, or -ENOMEM when the file cap or RLIMIT_MEMLOCK is exceeded.
+ * Whether the user is charged is decided at the first charge and kept, so
+ * that a pin is returned as it was taken whatever the caller's
+ * capabilities become.
+ *
+ * Return: 0, or -ENOMEM when the file cap or RLIMIT_MEMLOCK is exceeded;
+ * then nothing of @npages is charged.
  */
-int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin)
+int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin,
+			unsigned long npages)
 {
 	int ret;
 
-	if (WARN_ON_ONCE(pin->charged || current->mm != mf->mm))
+	if (WARN_ON_ONCE(current->mm != mf->mm))
 		return -EINVAL;
-	ret = mreg_account_file(mf, pin->nr_pages);
+	if (!pin->nr_charged)
+		pin->user_charged = !capable(CAP_IPC_LOCK);
+	ret = mreg_account_file(mf, npages);
 	if (ret)
 		return ret;
-	if (!capable(CAP_IPC_LOCK)) {
-		ret = mreg_account_user(mf->user, pin->nr_pages);
+	if (pin->user_charged) {
+		ret = mreg_account_memlock(mf->user, npages);
 		if (ret) {
-			atomic64_sub(pin->nr_pages, &mf->pinned_pages);
+			atomic64_sub(npages, &mf->pinned_pages);
 			return ret;
 		}
-		pin->user_charged = true;
 	}
-	atomic64_add(pin->nr_pages, &mf->mm->pinned_vm);
-	pin->charged = true;
+	atomic64_add(npages, &mf->mm->pinned_vm);
+	pin->nr_charged += npages;
 	return 0;
 }
 
@@ -206,13 +221,13 @@ int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin)
  */
 void mreg_account_uncharge(struct mreg_file *mf, struct mreg_pin_obj *pin)
 {
-	if (!pin->charged)
+	if (!pin->nr_charged)
 		return;
-	atomic64_sub(pin->nr_pages, &mf->mm->pinned_vm);
+	atomic64_sub(pin->nr_charged, &mf->mm->pinned_vm);
 	if (pin->user_charged)
-		atomic_long_sub(pin->nr_pages, &mf->user->locked_vm);
-	atomic64_sub(pin->nr_pages, &mf->pinned_pages);
-	pin->charged = false;
+		atomic_long_sub(pin->nr_charged, &mf->user->locked_vm);
+	atomic64_sub(pin->nr_charged, &mf->pinned_pages);
+	pin->nr_charged = 0;
 	pin->user_charged = false;
 }
 

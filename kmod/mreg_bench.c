@@ -323,7 +323,7 @@ int mreg_bench(struct mreg_file *mf, struct mreg_bench *cmd)
 		return ret;
 	mreg_bench_init(&r, cmd);
 	acct.nr_pages = r.nr_pages;
-	ret = mreg_account_charge(mf, &acct);
+	ret = mreg_account_charge(mf, &acct, acct.nr_pages);
 	if (ret)
 		return ret;
 	ret = mreg_bench_alloc(&r);

@@ -234,7 +234,7 @@ static int mreg_fops_open(struct inode *inode, struct file *filp)
 	mutex_init(&mf->lock);
 	atomic64_set(&mf->pinned_pages, 0);
 	mf->max_pages = READ_ONCE(mreg_max_pin_pages_per_file);
-	mreg_watch_set_init(&mf->watch, mf->mm, mf->owner);
+	mreg_watch_set_init(&mf->watch, mf->mm, mf->owner, mf->user);
 	filp->private_data = mf;
 	/* read() honours RWF_NOWAIT, for readers sharing a blocking fd. */
 	filp->f_mode |= FMODE_NOWAIT;

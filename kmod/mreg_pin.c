@@ -79,26 +79,37 @@ static unsigned long mreg_extent_end(struct mreg_pin_obj *pin,
 	return i + n;
 }
 
-/* Count extents, and folios as the changes of folio between extents. */
-static void mreg_count_extents(struct mreg_pin_obj *pin,
-			       unsigned long *nr_folios)
+/*
+ * Count extents, and folios as the changes of folio between extents;
+ * return the pages of those folios, whole: what the pin holds.  A folio
+ * met twice (mapped twice in the range) is counted twice, which only
+ * charges more.
+ */
+static unsigned long mreg_count_extents(struct mreg_pin_obj *pin,
+					unsigned long *nr_folios)
 {
 	struct folio *prev = NULL, *folio;
-	unsigned long i = 0;
+	unsigned long i = 0, held = 0;
 
 	pin->nr_extents = 0;
 	*nr_folios = 0;
 	while (i < pin->nr_pages) {
 		folio = page_folio(pin->pages[i]);
-		if (folio != prev)
+		if (folio != prev) {
 			(*nr_folios)++;
+			held += folio_nr_pages(folio);
+		}
 		prev = folio;
 		i = mreg_extent_end(pin, i);
 		pin->nr_extents++;
 		cond_resched();
 	}
-	if (pin->folios)
+	if (pin->folios) {
 		*nr_folios = pin->nr_folios;
+		for (held = 0, i = 0; i < pin->nr_folios; i++)
+			held += folio_nr_pages(pin->folios[i]);
+	}
+	return max(held, pin->nr_pages);
 }
 
 /*
@@ -115,7 +126,11 @@ static void mreg_unpin_folios(struct mreg_pin_obj *pin)
 		set_page_dirty_lock(folio_page(pin->folios[i], 0));
 		cond_resched();
 	}
-	unpin_folios(pin->folios, pin->nr_folios);
+	for (i = 0; i < pin->nr_folios; i += MREG_UNPIN_BATCH) {
+		unpin_folios(pin->folios + i,
+			     min(pin->nr_folios - i, MREG_UNPIN_BATCH));
+		cond_resched();
+	}
 }
 
 /* In batches: a pin may hold every page of the machine. */
@@ -360,8 +375,8 @@ int mreg_pin(struct mreg_ucmd *ucmd)
 {
 	struct mreg_file *mf = ucmd->mf;
 	struct mreg_pin *cmd = ucmd->cmd;
+	unsigned long nr_folios, held;
 	struct mreg_pin_obj *pin;
-	unsigned long nr_folios;
 	int ret;
 
 	ret = mreg_pin_check(cmd);
@@ -372,13 +387,16 @@ int mreg_pin(struct mreg_ucmd *ucmd)
 		return -ENOMEM;
 	pin->nr_pages = cmd->length >> PAGE_SHIFT;
 	pin->writable = !(cmd->flags & MREG_PIN_FLAG_READONLY);
-	ret = mreg_account_charge(mf, pin);
+	ret = mreg_account_charge(mf, pin, pin->nr_pages);
 	if (ret)
 		goto err_free;
 	ret = mreg_pin_pages(pin, cmd);
 	if (ret)
 		goto err_uncharge;
-	mreg_count_extents(pin, &nr_folios);
+	held = mreg_count_extents(pin, &nr_folios);
+	ret = mreg_account_charge(mf, pin, held - pin->nr_pages);
+	if (ret)
+		goto err_unpin;
 	ret = mreg_pin_publish(ucmd, pin, nr_folios);
 	if (ret)
 		goto err_unpin;

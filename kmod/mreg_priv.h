@@ -48,6 +48,8 @@ struct mreg_user {
  * @ev_lock: generation bumps, @pending and each watch's queued state
  * @mm: the mm watched, the file's owner (&mreg_file.mm), fixed at open
  * @user: the opener, charged for each watch
+ * @memlock_user: the opener's user_struct, charged for @gen_pages
+ * @gens_charged: pages of @gen_pages charged to @memlock_user's locked_vm
  * @gen_pages: the generation array, __u64 per slot, slot 0 the event count
  * @nr_gen_pages: entries in @gen_pages
  * @max_watches: slots usable (ids 1..@max_watches)
@@ -63,6 +65,8 @@ struct mreg_watch_set {
 	spinlock_t ev_lock;	/* bumps, @pending, queued states */
 	struct mm_struct *mm;
 	struct mreg_user *user;
+	struct user_struct *memlock_user;
+	unsigned long gens_charged;
 	struct page **gen_pages;
 	unsigned int nr_gen_pages;
 	u32 max_watches;
@@ -128,10 +132,12 @@ struct mreg_ucmd {
  * @nr_pages: entries in @pages
  * @nr_folios: entries in @folios
  * @nr_extents: extents QUERY reports
- * @charged: the pin is charged to the file and to its owner's
- *            mm->pinned_vm
- * @user_charged: the pin is charged to the opener's locked_vm too (the
- *                caller had no CAP_IPC_LOCK)
+ * @nr_charged: pages charged to the file and to its owner's
+ *              mm->pinned_vm: every page of every folio the pin holds,
+ *              as a pinned folio stays whole however little of it is
+ *              in the range
+ * @user_charged: @nr_charged is charged to the opener's locked_vm too
+ *                (the caller had no CAP_IPC_LOCK at the first charge)
  * @users: one for the handle in &mreg_file.pins, one per QUERY or READ
  *         using the pin; the last mreg_pin_put() unpins and frees it
  * @writable: pinned with FOLL_WRITE, so pages are dirtied on unpin
@@ -142,8 +148,8 @@ struct mreg_pin_obj {
 	unsigned long nr_pages;
 	unsigned long nr_folios;
 	unsigned long nr_extents;
+	unsigned long nr_charged;
 	refcount_t users;
-	bool charged;
 	bool user_charged;
 	bool writable;
 };
@@ -171,7 +177,7 @@ int mreg_memfd_check(struct file *file, bool write);
 
 /* mreg_watch.c */
 void mreg_watch_set_init(struct mreg_watch_set *ws, struct mm_struct *mm,
-			 struct mreg_user *user);
+			 struct mreg_user *user, struct user_struct *memlock_user);
 void mreg_watch_set_release(struct mreg_watch_set *ws);
 int mreg_watch(struct mreg_ucmd *ucmd);
 int mreg_unwatch_id(struct mreg_watch_set *ws, u32 id);
@@ -186,8 +192,10 @@ __poll_t mreg_watch_poll(struct mreg_watch_set *ws, struct file *filp,
 int mreg_account_open(struct mreg_file *mf);
 void mreg_account_release(struct mreg_file *mf);
 int mreg_account_watch(struct mreg_user *user);
+int mreg_account_memlock(struct user_struct *user, unsigned long npages);
 void mreg_account_unwatch(struct mreg_user *user);
-int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin);
+int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin,
+			unsigned long npages);
 void mreg_account_uncharge(struct mreg_file *mf, struct mreg_pin_obj *pin);
 int mreg_account_set_limit(struct mreg_file *mf, u64 max_pages);
 void mreg_account_info(struct mreg_file *mf, struct mreg_info *info);

@@ -23,10 +23,12 @@
  * may take mmap_lock. ev_lock nests inside nothing and is taken from the
  * notifier.
  */
+#include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/poll.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/user.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -150,7 +152,7 @@ static const struct mmu_interval_notifier_ops mreg_watch_ops = {
  * process the fd was passed to.
  */
 void mreg_watch_set_init(struct mreg_watch_set *ws, struct mm_struct *mm,
-			 struct mreg_user *user)
+			 struct mreg_user *user, struct user_struct *memlock_user)
 {
 	struct mreg_watch_info *info = NULL;
 
@@ -158,6 +160,7 @@ void mreg_watch_set_init(struct mreg_watch_set *ws, struct mm_struct *mm,
 	BUILD_BUG_ON(ARRAY_SIZE(info->events) < MREG_WATCH_NR_KINDS);
 	ws->mm = mm;
 	ws->user = user;
+	ws->memlock_user = memlock_user;
 	mutex_init(&ws->gens_lock);
 	spin_lock_init(&ws->ev_lock);
 	INIT_LIST_HEAD(&ws->pending);
@@ -165,7 +168,18 @@ void mreg_watch_set_init(struct mreg_watch_set *ws, struct mm_struct *mm,
 	xa_init_flags(&ws->watches, XA_FLAGS_ALLOC1);
 }
 
-/* The generation array, sized by the module parameter at first use. */
+static void mreg_gens_uncharge(struct mreg_watch_set *ws)
+{
+	atomic_long_sub(ws->gens_charged, &ws->memlock_user->locked_vm);
+	ws->gens_charged = 0;
+}
+
+/*
+ * The generation array, sized by the module parameter at first use.  Its
+ * pages are mapped to userspace and cannot be reclaimed, 32 (128 KiB) by
+ * default and a file each: they are charged to the opener's locked_vm as
+ * pins are, or any user could hold RAM with open files alone.
+ */
 static int mreg_gens_alloc(struct mreg_watch_set *ws)
 {
 	u32 max = READ_ONCE(mreg_max_watches_per_file);
@@ -174,9 +188,14 @@ static int mreg_gens_alloc(struct mreg_watch_set *ws)
 	lockdep_assert_held(&ws->gens_lock);
 	if (ws->gen_pages)
 		return 0;
+	if (!capable(CAP_IPC_LOCK)) {
+		if (mreg_account_memlock(ws->memlock_user, n))
+			return -ENOMEM;
+		ws->gens_charged = n;
+	}
 	ws->gen_pages = kcalloc(n, sizeof(*ws->gen_pages), GFP_KERNEL_ACCOUNT);
 	if (!ws->gen_pages)
-		return -ENOMEM;
+		goto fail_uncharge;
 	for (i = 0; i < n; i++) {
 		ws->gen_pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 		if (!ws->gen_pages[i])
@@ -191,6 +210,8 @@ fail:
 		__free_page(ws->gen_pages[i]);
 	kfree(ws->gen_pages);
 	ws->gen_pages = NULL;
+fail_uncharge:
+	mreg_gens_uncharge(ws);
 	return -ENOMEM;
 }
 
@@ -218,6 +239,7 @@ static int mreg_watch_generation(struct mreg_watch_set *ws,
 	do {
 		if (fatal_signal_pending(current))
 			return -EINTR;
+		cond_resched();
 		seq = mmu_interval_read_begin(&w->mni);
 		spin_lock(&ws->ev_lock);
 		retry = mmu_interval_read_retry(&w->mni, seq);
@@ -263,12 +285,7 @@ static int mreg_watch_insert(struct mreg_watch_set *ws, struct mreg_watch *cmd,
 		return ret;
 	}
 	cmd->out_id = id;
-	ret = mreg_watch_generation(ws, w, &cmd->out_generation);
-	if (ret) {
-		mmu_interval_notifier_remove(&w->mni);
-		xa_erase(&ws->watches, id);
-	}
-	return ret;
+	return 0;
 }
 
 static void mreg_watch_publish(struct mreg_watch_set *ws,
@@ -293,24 +310,29 @@ int mreg_watch(struct mreg_ucmd *ucmd)
 	addr = untagged_addr(cmd->addr);
 	if (check_add_overflow(addr, cmd->length, &end) || end > TASK_SIZE)
 		return -EINVAL;
-	ret = mreg_gens_get(ws);
-	if (ret)
-		return ret;
+	/* The user's cap first: a refused WATCH allocates nothing. */
 	ret = mreg_account_watch(ws->user);
 	if (ret)
 		return ret;
+	ret = mreg_gens_get(ws);
+	if (ret)
+		goto err_unaccount;
+	ret = -ENOMEM;
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
-	if (!w) {
-		mreg_account_unwatch(ws->user);
-		return -ENOMEM;
-	}
+	if (!w)
+		goto err_unaccount;
 	ret = mreg_watch_insert(ws, cmd, w, addr & PAGE_MASK, PAGE_ALIGN(end));
 	if (ret) {
-		mreg_account_unwatch(ws->user);
 		kfree(w);
-		return ret;
+		goto err_unaccount;
 	}
-	ret = mreg_ucmd_respond(ucmd, sizeof(*cmd));
+	/*
+	 * The notifier is live from here: an invalidation may have queued
+	 * the watch, so every failure goes through mreg_watch_free(), which
+	 * unqueues it under ev_lock before freeing it.
+	 */
+	ret = mreg_watch_generation(ws, w, &cmd->out_generation) ?:
+	      mreg_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret) {
 		mreg_watch_free(ws, w);
 		xa_erase(&ws->watches, cmd->out_id);
@@ -318,6 +340,10 @@ int mreg_watch(struct mreg_ucmd *ucmd)
 	}
 	mreg_watch_publish(ws, w);
 	return 0;
+
+err_unaccount:
+	mreg_account_unwatch(ws->user);
+	return ret;
 }
 
 /*
@@ -366,12 +392,16 @@ void mreg_watch_set_release(struct mreg_watch_set *ws)
 	unsigned long id;
 	unsigned int i;
 
-	xa_for_each(&ws->watches, id, w)
+	/* Up to a million notifiers to remove: reschedule between them. */
+	xa_for_each(&ws->watches, id, w) {
 		mreg_watch_free(ws, w);
+		cond_resched();
+	}
 	xa_destroy(&ws->watches);
 	for (i = 0; i < ws->nr_gen_pages; i++)
 		__free_page(ws->gen_pages[i]);
 	kfree(ws->gen_pages);
+	mreg_gens_uncharge(ws);
 	mutex_destroy(&ws->gens_lock);
 }
 
@@ -387,14 +417,16 @@ int mreg_watch_mmap(struct mreg_watch_set *ws, struct vm_area_struct *vma)
 
 	if (vma->vm_pgoff || (vma->vm_flags & (VM_WRITE | VM_EXEC)))
 		return -EINVAL;
-	if (!(vma->vm_flags & VM_SHARED))
+	/* VM_MAYSHARE: an O_RDONLY fd's MAP_SHARED has no VM_SHARED. */
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	mutex_lock(&ws->gens_lock);
 	ret = mreg_gens_alloc(ws);
 	if (!ret && pages > ws->nr_gen_pages)
 		ret = -EINVAL;
 	if (!ret) {
-		vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP,
+		/* VM_IO: kernel pages, not memory GUP may pin or splice. */
+		vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_IO,
 			     VM_MAYWRITE | VM_MAYEXEC);
 		ret = vm_insert_pages(vma, vma->vm_start, ws->gen_pages,
 				      &pages);
@@ -459,6 +491,10 @@ ssize_t mreg_watch_read(struct mreg_watch_set *ws, struct iov_iter *to,
 	if (!max)
 		return -EINVAL;
 	while (done < max) {
+		/* A huge buffer and a busy producer: stay preemptible. */
+		if (done && fatal_signal_pending(current))
+			break;
+		cond_resched();
 		n = mreg_events_take(ws, ev, min_t(size_t, max - done,
 						   MREG_READ_BATCH));
 		if (!n) {

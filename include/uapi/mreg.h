@@ -13,7 +13,8 @@
  *  - User pointers are passed as __aligned_u64; there are no pointers,
  *    longs or size_t, so 32-bit and 64-bit layouts are identical.
  *  - Output fields are written back for the first @size bytes only, and
- *    only by the ioctls that have outputs (INFO, BENCH, PIN, QUERY).
+ *    only by the ioctls that have outputs (INFO, BENCH, PIN, QUERY, WATCH,
+ *    WATCH_INFO).
  *    UNPIN, SET_LIMIT and READ never write the struct back, so they do
  *    not fail with EFAULT after having done their work.
  *  - The module is built for 64-bit kernels >= 6.12 only.
@@ -38,9 +39,12 @@
  *  - Pinned pages are charged to the opener's user (user_struct locked_vm,
  *    shared with io_uring and iommufd) against the caller's
  *    RLIMIT_MEMLOCK, unless the caller has CAP_IPC_LOCK, and to the
- *    owner's mm->pinned_vm for visibility (VmPin).  The charge stays with
- *    the user until the pin goes, whoever closes the file: exec or fork
- *    cannot launder it.
+ *    owner's mm->pinned_vm for visibility (VmPin).  A pin is charged for
+ *    the whole folios it holds, as io_uring charges them: one pinned page
+ *    of a 2 MiB THP holds, and costs, 2 MiB.  The charge stays with the
+ *    user until the pin goes, whoever closes the file: exec or fork cannot
+ *    launder it.  Each file's generation array (128 KiB by default, see
+ *    Watches) is charged to locked_vm the same way.
  *  - Physical addresses (QUERY) are shown when the opener had
  *    CAP_SYS_ADMIN at open, as /proc/pid/pagemap decides.
  *  - MREG_IOC_BENCH needs CAP_SYS_ADMIN, as mm/gup_test.c (debugfs) does.
@@ -102,7 +106,8 @@ enum mreg_info_caps {
  *        without audit records)
  * @__reserved: must be 0
  * @file_max_pages: out, cap on pages pinned through this open file
- * @file_pinned_pages: out, pages pinned through this open file now
+ * @file_pinned_pages: out, pages charged to this open file now: the
+ *                     whole folios its pins hold
  * @memlock_limit_pages: out, RLIMIT_MEMLOCK of the caller in pages
  * @mm_pinned_pages: out, mm->pinned_vm of the caller in pages
  * @user_locked_pages: out, pages charged to the opener's user against
@@ -274,9 +279,10 @@ enum mreg_pin_flags {
  * Pins the range long-term and keeps it pinned until MREG_IOC_UNPIN, close
  * of the last reference to the file, or process exit.  Anonymous and file
  * mappings are pinned with pin_user_pages_fast(FOLL_WRITE | FOLL_LONGTERM)
- * in large batches; memfds with memfd_pin_folios().  The pages are charged
- * to the caller's mm->pinned_vm against RLIMIT_MEMLOCK unless it has
- * CAP_IPC_LOCK, and always to the per-file cap.  On unpin, pages of a
+ * in large batches; memfds with memfd_pin_folios().  The whole folios the
+ * pin holds are charged to the opener's user against RLIMIT_MEMLOCK unless
+ * the caller has CAP_IPC_LOCK, and always to the owner's mm->pinned_vm
+ * and to the per-file cap (see "Security model").  On unpin, pages of a
  * writable pin are marked dirty (memfd folios too).
  *
  * The handle becomes valid only once the reply has been copied out: if
@@ -456,7 +462,9 @@ struct mreg_read {
  * A file watches the mm that opened it; every call from another mm (a
  * forked child, a process the fd was passed to) fails with EPERM.  The
  * mapping itself is inherited over fork: a child sees its parent's
- * generations.  Slots are reused after UNWATCH, their generations never
+ * generations (counters only, which the parent's memory already told it),
+ * and cannot map the array anew.  The mapping is VM_IO: it cannot be
+ * pinned or spliced.  Slots are reused after UNWATCH, their generations never
  * go back, and @user_data tells an event of the old watch from one of the
  * new.  Watches are kernel memory charged to the caller's memory cgroup,
  * capped per file by the module parameter max_watches_per_file and per
@@ -514,7 +522,8 @@ enum mreg_watch_kind {
  * space), EPERM (the file watches another process's memory: inherited
  * over fork or passed over a socket), ENOSPC (max_watches_per_file
  * watches exist on this file, or max_watches_per_user on all the user's
- * files), EINTR, ENOMEM.
+ * files), EINTR, ENOMEM (no memory, or the file's first WATCH or mmap()
+ * would take the generation array above RLIMIT_MEMLOCK).
  */
 struct mreg_watch {
 	__u32 size;

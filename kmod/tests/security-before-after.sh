@@ -5,20 +5,23 @@
 # kernel/results/kmod-security.md's "before/after" section is made from it).
 #
 #   kmod/tests/security-before-after.sh [--before REV] [--out FILE]
+#                                       [--cases "exec fork ..."]
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
-BEFORE=73d35ca OUT_FILE=$TOP/build/kmod/security-before-after.txt
+BEFORE=73d35ca OUT_FILE=$TOP/build/kmod/security-before-after.txt CASES=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--before) BEFORE=$2 ;;
 	--out) OUT_FILE=$2 ;;
-	*) sed -n '2,7p' "$0" >&2; exit 2 ;;
+	--cases) CASES=$2 ;;
+	*) sed -n '2,8p' "$0" >&2; exit 2 ;;
 	esac
 	shift 2
 done
-CASES=$(sed -n 's/^SECURITY_CASES="\(.*\)"$/\1/p' "$HERE/run-guest.sh")
+[ -n "$CASES" ] ||
+	CASES=$(sed -n 's/^SECURITY_CASES="\(.*\)"$/\1/p' "$HERE/run-guest.sh")
 TESTS=$(for c in $CASES; do printf 'kmod-security-%s ' "$c"; done)
 
 # The old module, from a worktree of BEFORE: its sources, its build.

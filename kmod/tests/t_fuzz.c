@@ -8,7 +8,9 @@
  * and their generation array mapped at random sizes.  Meanwhile a chaos
  * thread munmaps, remaps (MAP_FIXED), mremaps, mprotects and zaps the
  * region, closes and reopens the files under the other threads, forks
- * children and execs images that must find every inherited file EPERM.
+ * children and execs images that must find every inherited file EPERM,
+ * and SIGKILLs images that pin, watch and zap their own memory at a
+ * random point of a call.
  *
  * Output pointers only ever point at a scratch buffer or at addresses
  * that fault, so the kernel cannot scribble on the fuzzer.  Every error
@@ -20,8 +22,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mt.h"
@@ -39,7 +43,7 @@ static unsigned int nr_files;
 static unsigned long calls_ok, calls_done;
 static volatile int stop;
 /* What the chaos thread did: mutations, reopens, forks, execs. */
-static unsigned long nr_mutations, nr_reopens, nr_forks, nr_execs;
+static unsigned long nr_mutations, nr_reopens, nr_forks, nr_execs, nr_kills;
 /* The chaos thread's quota: the ioctl threads race it until it is met. */
 static unsigned long exec_quota;
 static volatile int quota_met;
@@ -354,6 +358,68 @@ static void exec_child(void)
 		 "exec'd image could use the file (status 0x%x)", status);
 }
 
+/*
+ * A fresh image (exec'd: a forked child of a threaded process may not
+ * start threads) that pins, watches and zaps its own memory from two
+ * threads until it is killed, at a random point of some call.
+ */
+static void *victim_watcher(void *arg)
+{
+	int fd = *(int *)arg;
+	struct mreg_unwatch u;
+	struct mreg_watch w;
+	struct mreg_pin p;
+
+	for (;;) {
+		w = (struct mreg_watch){.size = sizeof(w),
+					.addr = (uintptr_t)region,
+					.length = REGION};
+		if (!mt_ioctl(fd, MREG_IOC_WATCH, &w)) {
+			u = (struct mreg_unwatch){.size = sizeof(u),
+						  .id = w.out_id};
+			mt_ioctl(fd, MREG_IOC_UNWATCH, &u);
+		}
+		if (!mt_pin(fd, (uintptr_t)region, REGION, 0, 0, &p))
+			mt_unpin(fd, p.out_handle);
+	}
+	return NULL;
+}
+
+static int victim(void)
+{
+	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+	struct mreg_watch w = {.size = sizeof(w), .length = REGION};
+	pthread_t th;
+
+	region = mt_map(REGION, MT_2M);
+	mt_fill(region, REGION, 10);
+	w.addr = (uintptr_t)region;
+	if (fd < 0 || mt_ioctl(fd, MREG_IOC_WATCH, &w) ||
+	    pthread_create(&th, NULL, victim_watcher, &fd))
+		return 1;
+	for (;;) {
+		madvise(region, REGION, MADV_DONTNEED);
+		region[0] = 1;
+	}
+}
+
+static void killed_child(void)
+{
+	struct timespec d = {0, (long)(rnd() % 20000) * 1000};
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl("/proc/self/exe", "kmod-fuzz", "--victim", NULL);
+		_exit(127);
+	}
+	MT_CHECK(pid > 0, "fork");
+	nanosleep(&d, NULL);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	MT_CHECK(WIFSIGNALED(status), "victim exited 0x%x", status);
+}
+
 /* Close a file under the fuzzing threads and put a new one in its slot. */
 static void reopen_file(void)
 {
@@ -390,6 +456,10 @@ static void *chaos_thread(void *arg)
 			exec_child();
 			nr_execs++;
 		}
+		if (nr_mutations % 64 == 0) {
+			killed_child();
+			nr_kills++;
+		}
 	}
 	return NULL;
 }
@@ -405,6 +475,8 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--foreign"))
 		return foreign_calls(atoi(argv[2]));
+	if (argc == 2 && !strcmp(argv[1], "--victim"))
+		return victim();
 	nr_files = mt_env_ulong("MREG_FUZZ_FILES", 3);
 	/* One exec per 2500 calls, at least 4: the races scale with the run. */
 	exec_quota = count / 2500 > 4 ? count / 2500 : 4;
@@ -442,8 +514,8 @@ int main(int argc, char **argv)
 	       calls_done, nthreads, nr_files, calls_ok,
 	       mt_env_ulong("MREG_FUZZ_SEED", 0));
 	printf("raced by %lu region mutations, %lu files closed and reopened, "
-	       "%lu forks, %lu execs\n", nr_mutations, nr_reopens, nr_forks,
-	       nr_execs);
+	       "%lu forks, %lu execs, %lu processes killed mid-call\n",
+	       nr_mutations, nr_reopens, nr_forks, nr_execs, nr_kills);
 	printf("PASS fuzz\n");
 	return 0;
 }

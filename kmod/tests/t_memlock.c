@@ -196,6 +196,8 @@ int main(void)
 	if (!mt_is_root())
 		mt_skip("needs root to setrlimit and setuid");
 	mt_grant_group(65534);
+	/* Exact charges: no THP, whose pins are charged whole. */
+	mt_thp_only(0);
 	in_child(unprivileged, "unprivileged");
 	in_child(bench_as_root, "root without CAP_IPC_LOCK");
 	test_ipc_lock();

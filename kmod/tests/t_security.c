@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -487,6 +488,174 @@ static void test_watch_flood(void)
 	param_write(old);
 }
 
+/* ---- WATCH killed while an invalidation queues it ------------------ */
+
+#define KILL_ROUNDS 300
+
+static char *kill_region;
+static int kill_fd;
+
+/* Zap the watched page, until the process is killed. */
+static void *zap_loop(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		kill_region[0] = 1;
+		madvise(kill_region, MT_PAGE, MADV_DONTNEED);
+	}
+	return NULL;
+}
+
+/*
+ * One thread zaps a page that the other watches and unwatches, so each
+ * new watch is queued by an invalidation while WATCH reads its generation,
+ * where the SIGKILL lands.  A second watch, on a page nothing touches, is
+ * queued only by exit's invalidation: onto the list a freed watch would
+ * still be on (the use-after-free found in review, list_add corruption).
+ */
+static void watch_kill_child(void)
+{
+	struct mreg_watch w = {.size = sizeof(w), .length = MT_PAGE};
+	struct mreg_unwatch u;
+	pthread_t th;
+
+	kill_fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+	MT_CHECK(kill_fd >= 0, "open: %s", strerror(errno));
+	kill_region = mmap(NULL, MT_PAGE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	w.addr = (uintptr_t)mmap(NULL, MT_PAGE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	MT_CHECK(kill_region != MAP_FAILED && w.addr != (uintptr_t)MAP_FAILED,
+		 "mmap");
+	MT_EXPECT_ERR(mt_ioctl(kill_fd, MREG_IOC_WATCH, &w), 0, "WATCH");
+	MT_CHECK(!pthread_create(&th, NULL, zap_loop, NULL), "thread");
+	for (;;) {
+		w = (struct mreg_watch){.size = sizeof(w),
+					.addr = (uintptr_t)kill_region,
+					.length = MT_PAGE};
+		if (mt_ioctl(kill_fd, MREG_IOC_WATCH, &w))
+			continue;
+		u = (struct mreg_unwatch){.size = sizeof(u), .id = w.out_id};
+		mt_ioctl(kill_fd, MREG_IOC_UNWATCH, &u);
+	}
+}
+
+static int watch_kill_rounds(int wfd)
+{
+	struct timespec d;
+	int i, status;
+	pid_t pid;
+
+	(void)wfd;
+	for (i = 0; i < KILL_ROUNDS; i++) {
+		pid = fork();
+		MT_CHECK(pid >= 0, "fork");
+		if (!pid)
+			watch_kill_child();
+		d = (struct timespec){0, (1 + (i * 7) % 20) * 1000000L};
+		nanosleep(&d, NULL);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		MT_CHECK(WIFSIGNALED(status), "round %d: child exited 0x%x", i,
+			 status);
+	}
+	printf("    %d processes killed while WATCH raced invalidations "
+	       "(the harness checks dmesg)\n", KILL_ROUNDS);
+	return 0;
+}
+
+static void test_watch_kill(void)
+{
+	run_nobody("WATCH killed mid-call", watch_kill_rounds);
+}
+
+/* ---- whole folios charged; the generation array charged ----------- */
+
+#define THPS 5
+
+/* One 4 KiB page of a 2 MiB THP holds the THP: 512 pages charged. */
+static int thp_partial_child(int wfd)
+{
+	char *thp[THPS];
+	struct mreg_extent *e;
+	struct mreg_info info = {.size = sizeof(info)};
+	struct mreg_pin p;
+	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC), i;
+	uint64_t n;
+
+	(void)wfd;
+	MT_CHECK(fd >= 0, "open: %s", strerror(errno));
+	for (i = 0; i < THPS; i++) {
+		thp[i] = mt_map(MT_2M, MT_2M);
+		mt_fill(thp[i], MT_2M, 29 + i);
+	}
+	for (i = 0; i < THPS - 1; i++) {
+		MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)thp[i], MT_PAGE, 0, 0, &p),
+			      0, "PIN one page of a THP");
+		e = mt_query(fd, p.out_handle, &n);
+		MT_CHECK(e && n == 1 && e[0].order == 9,
+			 "the page is not in a 2 MiB folio (order %u)",
+			 e ? e[0].order : 0);
+		free(e);
+	}
+	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_INFO, &info), 0, "INFO");
+	MT_CHECK(info.user_locked_pages == LIMIT_PAGES &&
+			 info.file_pinned_pages == LIMIT_PAGES,
+		 "4 pages of 4 THPs charged %llu locked, %llu on the file; "
+		 "want %lu", (unsigned long long)info.user_locked_pages,
+		 (unsigned long long)info.file_pinned_pages, LIMIT_PAGES);
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)thp[THPS - 1], MT_PAGE, 0, 0, NULL),
+		      -ENOMEM, "one page of a fifth THP, at the limit");
+	for (i = 0; i < THPS; i++)
+		munmap(thp[i], MT_2M);
+	close(fd);
+	return 0;
+}
+
+static void test_thp_partial(void)
+{
+	mt_thp_only(2048);
+	run_nobody("one page of each THP charged whole", thp_partial_child);
+}
+
+/* Each file's generation array (32 pages) is charged to locked_vm. */
+static int gens_child(int wfd)
+{
+	unsigned int files = 0, gens_pages = 0;
+	struct mreg_watch_info wi = {.size = sizeof(wi)};
+	int fd;
+	void *m;
+
+	(void)wfd;
+	for (;;) {
+		fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+		MT_CHECK(fd >= 0, "open %u: %s", files, strerror(errno));
+		if (!gens_pages) {
+			MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_WATCH_INFO, &wi), 0,
+				      "WATCH_INFO");
+			gens_pages = ((wi.max_watches + 1) * 8 + MT_PAGE - 1) /
+				     MT_PAGE;
+		}
+		m = mmap(NULL, MT_PAGE, PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			break;
+		files++;
+		MT_CHECK(files <= LIMIT_PAGES, "no limit on generation arrays");
+	}
+	MT_CHECK(errno == ENOMEM, "mmap %u: %s", files, strerror(errno));
+	MT_CHECK(files == LIMIT_PAGES / gens_pages,
+		 "%u arrays of %u pages mapped, RLIMIT_MEMLOCK %lu pages",
+		 files, gens_pages, LIMIT_PAGES);
+	printf("    %u generation arrays of %u pages, then ENOMEM\n", files,
+	       gens_pages);
+	return 0;
+}
+
+static void test_gens_memlock(void)
+{
+	run_nobody("generation arrays charged to RLIMIT_MEMLOCK", gens_child);
+}
+
 /* ---- bounds -------------------------------------------------------- */
 
 static void test_sizes(void)
@@ -602,6 +771,9 @@ static const struct {
 	{"exec", test_exec_laundering},
 	{"fork", test_fork_laundering},
 	{"watch-flood", test_watch_flood},
+	{"watch-kill", test_watch_kill},
+	{"thp-partial", test_thp_partial},
+	{"gens-memlock", test_gens_memlock},
 };
 
 /* kmod-security [case...]: the cases named, or all of them. */
@@ -612,10 +784,14 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--exec-gen"))
 		return exec_generation(atoi(argv[2]), atoi(argv[3]));
+	/* Line by line: a forked child must not print its parent's lines. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	close(mt_open());
 	if (!mt_is_root())
 		mt_skip("needs root to give the device to a group and setuid");
 	mt_grant_group(NOBODY);
+	/* Exact charges: no THP but where a case asks for it. */
+	mt_thp_only(0);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		for (a = 1; a < argc && strcmp(argv[a], cases[i].name); a++)
 			;
