@@ -195,8 +195,10 @@ int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin,
 
 	if (WARN_ON_ONCE(current->mm != mf->mm))
 		return -EINVAL;
+	/* As io_uring: a probe, no audit record for every unprivileged pin. */
 	if (!pin->nr_charged)
-		pin->user_charged = !capable(CAP_IPC_LOCK);
+		pin->user_charged = !ns_capable_noaudit(&init_user_ns,
+							CAP_IPC_LOCK);
 	ret = mreg_account_file(mf, npages);
 	if (ret)
 		return ret;

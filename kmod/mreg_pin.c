@@ -273,12 +273,22 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
  * as well.  Seals (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE) cannot be checked
  * from a module: memfd_file_seals_ptr() is not exported.
  *
- * Return: 0, -EINVAL when @file is not shmem or hugetlbfs, -EACCES when
- * its open mode does not allow the access.
+ * hugetlbfs files are refused: memfd_pin_folios() fills a hole of one
+ * with alloc_hugetlb_folio_reserve(), which takes any free huge page and
+ * consumes a reservation it never made, so a caller pinning holes steals
+ * the huge pages other users reserved (they get SIGBUS at their next
+ * fault) and, with none reserved, underflows the count (a VM_BUG_ON on
+ * DEBUG_VM kernels).  A hugetlb memfd is pinned through its mapping,
+ * whose faults honour its reservation.
+ *
+ * Return: 0, -EINVAL when @file is not shmem or hugetlbfs, -EOPNOTSUPP
+ * for hugetlbfs, -EACCES when its open mode does not allow the access.
  */
 int mreg_memfd_check(struct file *file, bool write)
 {
-	if (!shmem_file(file) && !is_file_hugepages(file))
+	if (is_file_hugepages(file))
+		return -EOPNOTSUPP;
+	if (!shmem_file(file))
 		return -EINVAL;
 	if (!(file->f_mode & FMODE_READ))
 		return -EACCES;
@@ -394,9 +404,11 @@ int mreg_pin(struct mreg_ucmd *ucmd)
 	if (ret)
 		goto err_uncharge;
 	held = mreg_count_extents(pin, &nr_folios);
-	ret = mreg_account_charge(mf, pin, held - pin->nr_pages);
-	if (ret)
-		goto err_unpin;
+	if (held > pin->nr_pages) {
+		ret = mreg_account_charge(mf, pin, held - pin->nr_pages);
+		if (ret)
+			goto err_unpin;
+	}
 	ret = mreg_pin_publish(ucmd, pin, nr_folios);
 	if (ret)
 		goto err_unpin;

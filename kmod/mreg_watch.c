@@ -188,7 +188,7 @@ static int mreg_gens_alloc(struct mreg_watch_set *ws)
 	lockdep_assert_held(&ws->gens_lock);
 	if (ws->gen_pages)
 		return 0;
-	if (!capable(CAP_IPC_LOCK)) {
+	if (!ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK)) {
 		if (mreg_account_memlock(ws->memlock_user, n))
 			return -ENOMEM;
 		ws->gens_charged = n;

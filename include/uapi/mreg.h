@@ -197,7 +197,8 @@ enum mreg_bench_flags {
  * @method: enum mreg_bench_method
  * @pages_per_call: pages asked per GUP call (folios per call for
  *                  memfd_pin_folios); 0 means all in one call
- * @memfd: for MREG_BENCH_MEMFD_PIN_FOLIOS, a memfd (shmem or hugetlbfs),
+ * @memfd: for MREG_BENCH_MEMFD_PIN_FOLIOS, a shmem memfd (hugetlbfs:
+ *         EOPNOTSUPP, see struct mreg_pin),
  *         else must be 0
  * @__reserved: must be 0
  * @addr: user address, page aligned (ignored for memfd_pin_folios: 0)
@@ -265,7 +266,10 @@ enum mreg_pin_flags {
  * struct mreg_pin - ioctl(MREG_IOC_PIN)
  * @size: sizeof(struct mreg_pin)
  * @flags: enum mreg_pin_flags
- * @memfd: with MREG_PIN_FLAG_MEMFD a memfd (shmem or hugetlbfs), else 0
+ * @memfd: with MREG_PIN_FLAG_MEMFD a shmem memfd, else 0; a hugetlbfs
+ *         one is refused (EOPNOTSUPP): memfd_pin_folios() fills its holes
+ *         from the huge pages other users reserved.  Pin hugetlb memory
+ *         through its mapping.
  * @__reserved: must be 0
  * @addr: user virtual address, or with MREG_PIN_FLAG_MEMFD the file offset;
  *        page aligned
@@ -295,14 +299,14 @@ enum mreg_pin_flags {
  * sealed memfds must not hand out O_RDWR descriptors to untrusted code.
  *
  * Errors: EINVAL (unaligned, zero or overflowing range, bad flags, memfd
- * not shmem/hugetlbfs, range past end of memfd), EBADF (@memfd not open),
+ * not shmem, range past end of memfd), EBADF (@memfd not open),
  * EACCES (@memfd open without the access the pin needs), ENOMEM
  * (RLIMIT_MEMLOCK or per-file cap exceeded, or no memory; nothing stays
  * pinned), EFAULT (part of the range is unmapped, PROT_NONE, VM_IO or
  * VM_PFNMAP; a writable pin of a shared file mapping whose filesystem
  * tracks dirty pages (not shmem, hugetlbfs); the reply could not be
  * written; nothing stays pinned), EOPNOTSUPP (the range maps fsdax
- * files, which cannot be pinned long-term), ENOSPC (handle space
+ * files, which cannot be pinned long-term; a hugetlbfs memfd), ENOSPC (handle space
  * exhausted), EINTR.
  */
 struct mreg_pin {

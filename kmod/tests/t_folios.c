@@ -155,6 +155,32 @@ static int set_nr_hugepages(long n)
 	return !fclose(f) && ok;
 }
 
+/*
+ * A hugetlb memfd is pinned through its mapping: the module refuses it as
+ * a memfd (EOPNOTSUPP), whose holes memfd_pin_folios() would fill from
+ * other users' reserved huge pages.
+ */
+static void hugetlb_memfd_case(int fd, int mfd)
+{
+	struct mreg_bench b = {
+		.size = sizeof(b), .method = MREG_BENCH_MEMFD_PIN_FOLIOS,
+		.memfd = mfd, .length = LEN,
+	};
+	char *buf;
+
+	MT_CHECK(!ftruncate(mfd, LEN), "ftruncate: %s", strerror(errno));
+	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	MT_CHECK(buf != MAP_FAILED, "mmap memfd: %s", strerror(errno));
+	mt_fill(buf, LEN, 9);
+	MT_EXPECT_ERR(mt_pin(fd, 0, LEN, MREG_PIN_FLAG_MEMFD, mfd, NULL),
+		      -EOPNOTSUPP, "PIN of a hugetlb memfd as a memfd");
+	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_BENCH, &b), -EOPNOTSUPP,
+		      "BENCH memfd_pin_folios of a hugetlb memfd");
+	check_range(fd, "hugetlb memfd 2048kB, by its mapping", buf, -1, 9);
+	munmap(buf, LEN);
+	close(mfd);
+}
+
 static void hugetlb_case(int fd)
 {
 	int mfd;
@@ -164,11 +190,10 @@ static void hugetlb_case(int fd)
 		return;
 	}
 	mfd = memfd_create("mreg-t-huge", MFD_CLOEXEC | MFD_HUGETLB);
-	if (mfd < 0) {
+	if (mfd < 0)
 		printf("note: MFD_HUGETLB: %s, case not run\n", strerror(errno));
-	} else {
-		memfd_case(fd, "hugetlb memfd 2048kB", mfd, 9);
-	}
+	else
+		hugetlb_memfd_case(fd, mfd);
 	set_nr_hugepages(0);
 }
 

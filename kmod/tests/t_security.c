@@ -573,15 +573,44 @@ static void test_watch_kill(void)
 
 #define THPS 5
 
-/* One 4 KiB page of a 2 MiB THP holds the THP: 512 pages charged. */
+#define SMALL_PAGES 300
+
+static uint64_t locked_now(int fd)
+{
+	struct mreg_info info = {.size = sizeof(info)};
+
+	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_INFO, &info), 0, "INFO");
+	MT_CHECK(info.user_locked_pages == info.file_pinned_pages,
+		 "locked_vm %llu, file %llu",
+		 (unsigned long long)info.user_locked_pages,
+		 (unsigned long long)info.file_pinned_pages);
+	return info.user_locked_pages;
+}
+
+static void pin_thp_page(int fd, char *thp, struct mreg_pin *p)
+{
+	struct mreg_extent *e;
+	uint64_t n;
+
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)thp, MT_PAGE, 0, 0, p), 0,
+		      "PIN one page of a THP");
+	e = mt_query(fd, p->out_handle, &n);
+	MT_CHECK(e && n == 1 && e[0].order == 9,
+		 "the page is not in a 2 MiB folio (order %u)",
+		 e ? e[0].order : 0);
+	free(e);
+}
+
+/*
+ * One 4 KiB page of a 2 MiB THP holds the THP: 512 pages charged, the
+ * first before pinning, 511 once the folio is known.  Both charges can
+ * fail: the first refuses to pin, the second unpins.
+ */
 static int thp_partial_child(int wfd)
 {
-	char *thp[THPS];
-	struct mreg_extent *e;
-	struct mreg_info info = {.size = sizeof(info)};
-	struct mreg_pin p;
+	char *thp[THPS], *small = filled(SMALL_PAGES * MT_PAGE, 30);
 	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC), i;
-	uint64_t n;
+	struct mreg_pin p, ps;
 
 	(void)wfd;
 	MT_CHECK(fd >= 0, "open: %s", strerror(errno));
@@ -589,22 +618,22 @@ static int thp_partial_child(int wfd)
 		thp[i] = mt_map(MT_2M, MT_2M);
 		mt_fill(thp[i], MT_2M, 29 + i);
 	}
-	for (i = 0; i < THPS - 1; i++) {
-		MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)thp[i], MT_PAGE, 0, 0, &p),
-			      0, "PIN one page of a THP");
-		e = mt_query(fd, p.out_handle, &n);
-		MT_CHECK(e && n == 1 && e[0].order == 9,
-			 "the page is not in a 2 MiB folio (order %u)",
-			 e ? e[0].order : 0);
-		free(e);
-	}
-	MT_EXPECT_ERR(mt_ioctl(fd, MREG_IOC_INFO, &info), 0, "INFO");
-	MT_CHECK(info.user_locked_pages == LIMIT_PAGES &&
-			 info.file_pinned_pages == LIMIT_PAGES,
-		 "4 pages of 4 THPs charged %llu locked, %llu on the file; "
-		 "want %lu", (unsigned long long)info.user_locked_pages,
-		 (unsigned long long)info.file_pinned_pages, LIMIT_PAGES);
-	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)thp[THPS - 1], MT_PAGE, 0, 0, NULL),
+	for (i = 0; i < 3; i++)
+		pin_thp_page(fd, thp[i], &p);
+	MT_CHECK(locked_now(fd) == 3 * 512, "3 THP pages: %llu charged",
+		 (unsigned long long)locked_now(fd));
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)small, SMALL_PAGES * MT_PAGE, 0, 0,
+			     &ps), 0, "PIN 300 small pages");
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)thp[3], MT_PAGE, 0, 0, NULL),
+		      -ENOMEM, "a THP page whose folio goes over the limit");
+	MT_CHECK(locked_now(fd) == 3 * 512 + SMALL_PAGES,
+		 "the refused THP pin left %llu charged",
+		 (unsigned long long)locked_now(fd));
+	MT_EXPECT_ERR(mt_unpin(fd, ps.out_handle), 0, "UNPIN");
+	pin_thp_page(fd, thp[3], &p);
+	MT_CHECK(locked_now(fd) == LIMIT_PAGES, "4 THP pages: %llu charged",
+		 (unsigned long long)locked_now(fd));
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)thp[4], MT_PAGE, 0, 0, NULL),
 		      -ENOMEM, "one page of a fifth THP, at the limit");
 	for (i = 0; i < THPS; i++)
 		munmap(thp[i], MT_2M);
@@ -654,6 +683,72 @@ static int gens_child(int wfd)
 static void test_gens_memlock(void)
 {
 	run_nobody("generation arrays charged to RLIMIT_MEMLOCK", gens_child);
+}
+
+/* ---- hugetlb holes: other users' reservations --------------------- */
+
+static long meminfo(const char *key)
+{
+	char line[128];
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	int ok = f && fprintf(f, "%ld\n", v) > 0;
+
+	return f && !fclose(f) && ok;
+}
+
+/* PIN of a hole of a hugetlb memfd: refused, so nobody's reservation goes. */
+static int hugetlb_hole_child(int wfd)
+{
+	int mfd = memfd_create("mreg-hole", MFD_CLOEXEC | MFD_HUGETLB);
+	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+
+	(void)wfd;
+	MT_CHECK(mfd >= 0 && fd >= 0, "memfd or open: %s", strerror(errno));
+	MT_CHECK(!ftruncate(mfd, MT_2M), "ftruncate: %s", strerror(errno));
+	MT_EXPECT_ERR(mt_pin(fd, 0, MT_PAGE, MREG_PIN_FLAG_MEMFD, mfd, NULL),
+		      -EOPNOTSUPP, "PIN of a hole of a hugetlb memfd");
+	return 0;
+}
+
+static void test_hugetlb_hole(void)
+{
+	long old = meminfo("HugePages_Total:");
+	char *reserved;
+
+	if (old < 0 || !write_long("/proc/sys/vm/nr_hugepages", 2) ||
+	    meminfo("HugePages_Free:") < 2) {
+		printf("note: no 2 huge pages to reserve, hugetlb-hole not run\n");
+		write_long("/proc/sys/vm/nr_hugepages", old < 0 ? 0 : old);
+		return;
+	}
+	/* Root reserves both huge pages, as another user's job would. */
+	reserved = mmap(NULL, 2 * MT_2M, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	MT_CHECK(reserved != MAP_FAILED, "MAP_HUGETLB: %s", strerror(errno));
+	MT_CHECK(meminfo("HugePages_Rsvd:") == 2, "Rsvd %ld",
+		 meminfo("HugePages_Rsvd:"));
+	run_nobody("a hole of a hugetlb memfd", hugetlb_hole_child);
+	MT_CHECK(meminfo("HugePages_Rsvd:") == 2 &&
+			 meminfo("HugePages_Free:") == 2,
+		 "the reservation went: Rsvd %ld Free %ld",
+		 meminfo("HugePages_Rsvd:"), meminfo("HugePages_Free:"));
+	memset(reserved, 1, 2 * MT_2M); /* SIGBUS if it was stolen */
+	munmap(reserved, 2 * MT_2M);
+	write_long("/proc/sys/vm/nr_hugepages", old);
+	printf("ok a hugetlb memfd's hole cannot take others' reserved huge pages\n");
 }
 
 /* ---- bounds -------------------------------------------------------- */
@@ -774,6 +869,7 @@ static const struct {
 	{"watch-kill", test_watch_kill},
 	{"thp-partial", test_thp_partial},
 	{"gens-memlock", test_gens_memlock},
+	{"hugetlb-hole", test_hugetlb_hole},
 };
 
 /* kmod-security [case...]: the cases named, or all of them. */
