@@ -100,6 +100,18 @@ static int open_mreg(struct cell *c)
 	return fd;
 }
 
+static const char *bench_hint(int ret)
+{
+	switch (ret) {
+	case -EPERM:
+		return " (needs CAP_SYS_ADMIN)";
+	case -EOPNOTSUPP: /* mreg.ko refuses hugetlb memfds as memfds */
+		return " (a hugetlb memfd is pinned through its mapping)";
+	default:
+		return "";
+	}
+}
+
 void kbench_cell_run(const struct bench_opts *o, struct cell *c,
 		     struct mreg_buf *buf)
 {
@@ -120,7 +132,7 @@ void kbench_cell_run(const struct bench_opts *o, struct cell *c,
 		if (ret) {
 			snprintf(c->note, sizeof(c->note),
 				 "MREG_IOC_BENCH: %s%s", strerror(-ret),
-				 ret == -EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+				 bench_hint(ret));
 			break;
 		}
 		if (i < o->warmup)
