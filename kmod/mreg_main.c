@@ -52,6 +52,22 @@ module_param_cb(max_pin_pages_per_file, &mreg_param_max_ops,
 MODULE_PARM_DESC(max_pin_pages_per_file,
 		 "Cap on pages pinned through one open file, 1..RAM pages (default 262144)");
 
+/* A uint parameter in 1..@max; the setters below only name their bound. */
+static int mreg_param_set_uint(const char *val, unsigned int *dst,
+			       unsigned int max)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > max)
+		return -EINVAL;
+	WRITE_ONCE(*dst, n);
+	return 0;
+}
+
 /*
  * Watches per open file: each costs a slot of the generation array
  * (8 bytes, allocated whole at first use: 128 KiB by default) and ~100
@@ -62,16 +78,8 @@ unsigned int mreg_max_watches_per_file = 16383;
 static int mreg_param_set_max_watches(const char *val,
 				      const struct kernel_param *kp)
 {
-	unsigned int n;
-	int ret;
-
-	ret = kstrtouint(val, 0, &n);
-	if (ret)
-		return ret;
-	if (!n || n > (1U << 20) - 1)
-		return -EINVAL;
-	WRITE_ONCE(mreg_max_watches_per_file, n);
-	return 0;
+	return mreg_param_set_uint(val, &mreg_max_watches_per_file,
+				   (1U << 20) - 1);
 }
 
 static const struct kernel_param_ops mreg_param_max_watches_ops = {
@@ -94,16 +102,7 @@ unsigned int mreg_max_watches_per_user = 65536;
 static int mreg_param_set_max_watches_user(const char *val,
 					   const struct kernel_param *kp)
 {
-	unsigned int n;
-	int ret;
-
-	ret = kstrtouint(val, 0, &n);
-	if (ret)
-		return ret;
-	if (!n || n > (1U << 24))
-		return -EINVAL;
-	WRITE_ONCE(mreg_max_watches_per_user, n);
-	return 0;
+	return mreg_param_set_uint(val, &mreg_max_watches_per_user, 1U << 24);
 }
 
 static const struct kernel_param_ops mreg_param_max_watches_user_ops = {
