@@ -94,10 +94,12 @@ MODULE_PARM_DESC(max_watches_per_file,
 
 /*
  * Watches of one user across all the user's files: each costs a notifier
- * call on every invalidation of its range, so the bound on that work must
- * not grow with the number of files a user opens.
+ * call on every invalidation of its range, made by whoever invalidates:
+ * kswapd, kcompactd, another task's compaction, under the folio and rmap
+ * locks.  So the bound on that work must not grow with the number of
+ * files a user opens; the default is one file's worth.
  */
-unsigned int mreg_max_watches_per_user = 65536;
+unsigned int mreg_max_watches_per_user = 16384;
 
 static int mreg_param_set_max_watches_user(const char *val,
 					   const struct kernel_param *kp)
@@ -113,7 +115,7 @@ static const struct kernel_param_ops mreg_param_max_watches_user_ops = {
 module_param_cb(max_watches_per_user, &mreg_param_max_watches_user_ops,
 		&mreg_max_watches_per_user, 0644);
 MODULE_PARM_DESC(max_watches_per_user,
-		 "Cap on the watches of one user across all files, 1..16777216 (default 65536)");
+		 "Cap on the watches of one user across all files, 1..16777216 (default 16384)");
 
 /*
  * Root only until udev applies the rule that ships with the module

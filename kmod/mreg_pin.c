@@ -80,24 +80,38 @@ static unsigned long mreg_extent_end(struct mreg_pin_obj *pin,
 }
 
 /*
+ * A folio whose refcount passed half its range refuses further pins: one
+ * pin adds GUP_PIN_COUNTING_BIAS per page, and past INT_MAX GUP warns
+ * (a panic with panic_on_warn) and stops pinning the page for everyone.
+ * One more pin of the cap adds at most 2^28, so the count stays positive.
+ */
+static bool mreg_folio_crowded(struct folio *folio)
+{
+	return folio_ref_count(folio) > INT_MAX / 2;
+}
+
+/*
  * Count extents, and folios as the changes of folio between extents;
  * return the pages of those folios, whole: what the pin holds.  A folio
  * met twice (mapped twice in the range) is counted twice, which only
- * charges more.
+ * charges more.  *@crowded is set when a folio is too pinned already.
  */
 static unsigned long mreg_count_extents(struct mreg_pin_obj *pin,
-					unsigned long *nr_folios)
+					unsigned long *nr_folios,
+					bool *crowded)
 {
 	struct folio *prev = NULL, *folio;
 	unsigned long i = 0, held = 0;
 
 	pin->nr_extents = 0;
 	*nr_folios = 0;
+	*crowded = false;
 	while (i < pin->nr_pages) {
 		folio = page_folio(pin->pages[i]);
 		if (folio != prev) {
 			(*nr_folios)++;
 			held += folio_nr_pages(folio);
+			*crowded |= mreg_folio_crowded(folio);
 		}
 		prev = folio;
 		i = mreg_extent_end(pin, i);
@@ -239,6 +253,37 @@ static bool mreg_pin_fill_pages(struct mreg_pin_obj *pin, pgoff_t first_off)
 	return k == pin->nr_pages;
 }
 
+/*
+ * memfd_pin_folios() takes folios as the page cache holds them, and a
+ * shmem folio that fallocate() created is not uptodate: never cleared, it
+ * holds what the page allocator left there (without init_on_alloc,
+ * another user's data), which READ would show, while read() and faults
+ * see zeros and would clear it later, over what a device wrote.  Each
+ * such folio is cleared the way a read clears it; one replaced meanwhile
+ * (truncated and refilled) fails the pin with EAGAIN.
+ */
+static int mreg_memfd_uptodate(struct mreg_pin_obj *pin, struct file *file)
+{
+	struct folio *folio, *got;
+	unsigned long i;
+	bool same;
+
+	for (i = 0; i < pin->nr_folios; i++) {
+		folio = pin->folios[i];
+		if (folio_test_uptodate(folio))
+			continue;
+		got = shmem_read_folio(file->f_mapping, folio->index);
+		if (IS_ERR(got))
+			return PTR_ERR(got);
+		same = got == folio;
+		folio_put(got);
+		if (!same)
+			return -EAGAIN;
+		cond_resched();
+	}
+	return 0;
+}
+
 static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
 				loff_t start)
 {
@@ -256,11 +301,11 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
 	if (n <= 0)
 		return n ? n : -EFAULT;
 	pin->nr_folios = n;
-	if (!mreg_pin_fill_pages(pin, first_off)) {
+	n = mreg_pin_fill_pages(pin, first_off) ?
+	    mreg_memfd_uptodate(pin, file) : -EFAULT;
+	if (n)
 		unpin_folios(pin->folios, pin->nr_folios);
-		return -EFAULT;
-	}
-	return 0;
+	return n;
 }
 
 /**
@@ -281,11 +326,19 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
  * DEBUG_VM kernels).  A hugetlb memfd is pinned through its mapping,
  * whose faults honour its reservation.
  *
+ * A file open only for reading must be the caller's own (or the caller
+ * CAP_FOWNER): a pin of another user's tmpfs file would keep that user's
+ * folios, charged to that user's memory cgroup, unreclaimable and
+ * unsplittable after truncation, and make its F_SEAL_WRITE fail.
+ *
  * Return: 0, -EINVAL when @file is not shmem or hugetlbfs, -EOPNOTSUPP
- * for hugetlbfs, -EACCES when its open mode does not allow the access.
+ * for hugetlbfs, -EACCES when its open mode does not allow the access or
+ * it is another user's file open read-only.
  */
 int mreg_memfd_check(struct file *file, bool write)
 {
+	struct inode *inode = file_inode(file);
+
 	if (is_file_hugepages(file))
 		return -EOPNOTSUPP;
 	if (!shmem_file(file))
@@ -293,6 +346,9 @@ int mreg_memfd_check(struct file *file, bool write)
 	if (!(file->f_mode & FMODE_READ))
 		return -EACCES;
 	if (write && !(file->f_mode & FMODE_WRITE))
+		return -EACCES;
+	if (!(file->f_mode & FMODE_WRITE) &&
+	    !inode_owner_or_capable(file_mnt_idmap(file), inode))
 		return -EACCES;
 	return 0;
 }
@@ -387,6 +443,7 @@ int mreg_pin(struct mreg_ucmd *ucmd)
 	struct mreg_pin *cmd = ucmd->cmd;
 	unsigned long nr_folios, held;
 	struct mreg_pin_obj *pin;
+	bool crowded;
 	int ret;
 
 	ret = mreg_pin_check(cmd);
@@ -403,7 +460,10 @@ int mreg_pin(struct mreg_ucmd *ucmd)
 	ret = mreg_pin_pages(pin, cmd);
 	if (ret)
 		goto err_uncharge;
-	held = mreg_count_extents(pin, &nr_folios);
+	held = mreg_count_extents(pin, &nr_folios, &crowded);
+	ret = -EOVERFLOW;
+	if (crowded)
+		goto err_unpin;
 	if (held > pin->nr_pages) {
 		ret = mreg_account_charge(mf, pin, held - pin->nr_pages);
 		if (ret)

@@ -300,14 +300,20 @@ enum mreg_pin_flags {
  *
  * Errors: EINVAL (unaligned, zero or overflowing range, bad flags, memfd
  * not shmem, range past end of memfd), EBADF (@memfd not open),
- * EACCES (@memfd open without the access the pin needs), ENOMEM
- * (RLIMIT_MEMLOCK or per-file cap exceeded, or no memory; nothing stays
- * pinned), EFAULT (part of the range is unmapped, PROT_NONE, VM_IO or
- * VM_PFNMAP; a writable pin of a shared file mapping whose filesystem
- * tracks dirty pages (not shmem, hugetlbfs); the reply could not be
- * written; nothing stays pinned), EOPNOTSUPP (the range maps fsdax
- * files, which cannot be pinned long-term; a hugetlbfs memfd), ENOSPC (handle space
- * exhausted), EINTR.
+ * EACCES (@memfd open without the access the pin needs, or another
+ * user's file open read-only), ENOMEM (RLIMIT_MEMLOCK or per-file cap
+ * exceeded, or no memory; nothing stays pinned), EFAULT (part of the
+ * range is unmapped, PROT_NONE, VM_IO or VM_PFNMAP; a writable pin of a
+ * shared file mapping whose filesystem tracks dirty pages (not shmem,
+ * hugetlbfs); the reply could not be written; nothing stays pinned),
+ * EOPNOTSUPP (the range maps fsdax files, which cannot be pinned
+ * long-term; a hugetlbfs memfd), EOVERFLOW (a page of the range is
+ * pinned so many times already that its refcount is past half its
+ * range), EAGAIN (a memfd folio being cleared was replaced meanwhile),
+ * ENOSPC (handle space exhausted), EINTR.
+ *
+ * A memfd folio that fallocate() left uninitialised is cleared before it
+ * is pinned, as read() would see it: READ never shows stale memory.
  */
 struct mreg_pin {
 	__u32 size;

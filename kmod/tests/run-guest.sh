@@ -31,7 +31,7 @@ kmod-close kmod-fork kmod-munmap kmod-memlock kmod-fuzz
 kmod-unpinrace kmod-memfdmode kmod-tornread kmod-race kmod-watch kmod-security
 kmod-trinity kmod-unload"
 SOAK='' BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR='' KO=''
-SECURITY_CASES="sizes nowait fd-passing fork-setuid phys bench exec fork watch-flood watch-kill thp-partial gens-memlock hugetlb-hole"
+SECURITY_CASES="sizes nowait fd-passing fork-setuid phys bench exec fork watch-flood watch-kill thp-partial gens-memlock hugetlb-hole fallocate-stale foreign-file"
 
 usage() {
 	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -196,9 +196,11 @@ run_guest() {
 	# kmod-race-repeat runs 10 s a time, and slower beside a loaded host.
 	[ -z "$RACE_RUNS" ] || [ $((RACE_RUNS * 30)) -le "$tt" ] ||
 		tt=$((RACE_RUNS * 30))
+	# init_on_alloc=0, as HPC and RDMA machines often boot: pages come
+	# with what their last user left, so a test sees a stale-data leak.
 	local args=(run --payload "$PAYLOAD" --no-builtin --tests "$TESTS"
 		--mem 2G --timeout $((tt > 300 ? tt * 8 : 2400))
-		--test-timeout "$tt")
+		--test-timeout "$tt" --append "init_on_alloc=0")
 	[ -z "$OUT" ] || args+=(--out "$OUT")
 	[ -z "$KERNEL" ] || args+=(--kernel "$KERNEL")
 	[ -z "$MODULES" ] || args+=(--modules "$MODULES")

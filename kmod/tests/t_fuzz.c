@@ -215,7 +215,7 @@ static int documented(int ret)
 	switch (-ret) {
 	case 0: case EINVAL: case E2BIG: case EFAULT: case ENOTTY: case ENOENT:
 	case ENOMEM: case EMSGSIZE: case EBADF: case EACCES: case ENOSPC:
-	case EINTR: case EPERM: case EOPNOTSUPP:
+	case EINTR: case EPERM: case EOPNOTSUPP: case EOVERFLOW: case EAGAIN:
 		return 1;
 	}
 	return 0;

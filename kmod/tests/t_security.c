@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -751,6 +752,102 @@ static void test_hugetlb_hole(void)
 	printf("ok a hugetlb memfd's hole cannot take others' reserved huge pages\n");
 }
 
+/* ---- memfd pins: stale folios, other users' files ------------------- */
+
+#define SHM_DIR "/tmp/mreg-shm"
+#define MARK 0x5a
+
+/* Leave MARK in freed pages, as another user's data would be left. */
+static void dirty_free_memory(void)
+{
+	size_t len = 256UL << 20;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	MT_CHECK(p != MAP_FAILED, "mmap");
+	memset(p, MARK, len);
+	munmap(p, len);
+}
+
+/* fallocate()d, never written: READ through the pin must see zeros. */
+static int stale_child(int wfd)
+{
+	int mfd = memfd_create("mreg-stale", MFD_CLOEXEC);
+	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+	char *copy = malloc(MT_2M);
+	struct mreg_pin p;
+	size_t i, dirty = 0;
+
+	(void)wfd;
+	MT_CHECK(mfd >= 0 && fd >= 0 && copy, "memfd, open or malloc");
+	MT_CHECK(!ftruncate(mfd, MT_2M) && !fallocate(mfd, 0, 0, MT_2M),
+		 "fallocate: %s", strerror(errno));
+	MT_EXPECT_ERR(mt_pin(fd, 0, MT_2M, MREG_PIN_FLAG_MEMFD, mfd, &p), 0,
+		      "PIN of a fallocated memfd");
+	MT_EXPECT_ERR(mt_read(fd, p.out_handle, 0, MT_2M, copy), 0, "READ");
+	for (i = 0; i < MT_2M; i++)
+		dirty += copy[i] != 0;
+	MT_CHECK(!dirty, "READ of a fallocated memfd showed %zu stale bytes",
+		 dirty);
+	return 0;
+}
+
+static void test_fallocate_stale(void)
+{
+	FILE *f = fopen("/proc/cmdline", "r");
+	char cmdline[1024] = "";
+
+	if (f) {
+		if (!fgets(cmdline, sizeof(cmdline), f))
+			cmdline[0] = 0;
+		fclose(f);
+	}
+	if (!strstr(cmdline, "init_on_alloc=0"))
+		printf("note: booted without init_on_alloc=0: stale pages "
+		       "would be zeroed anyway\n");
+	dirty_free_memory();
+	run_nobody("a fallocated memfd reads as zeros", stale_child);
+}
+
+/* Another user's tmpfs file, readable by all, open read-only. */
+static int foreign_file_child(int wfd)
+{
+	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+	int theirs = open(SHM_DIR "/root-file", O_RDONLY | O_CLOEXEC);
+	int mine = open(SHM_DIR "/own-file", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int mine_ro;
+
+	(void)wfd;
+	MT_CHECK(fd >= 0 && theirs >= 0 && mine >= 0, "open: %s",
+		 strerror(errno));
+	MT_EXPECT_ERR(mt_pin(fd, 0, MT_PAGE,
+			     MREG_PIN_FLAG_MEMFD | MREG_PIN_FLAG_READONLY,
+			     theirs, NULL),
+		      -EACCES, "read-only pin of another user's tmpfs file");
+	MT_CHECK(!ftruncate(mine, MT_PAGE), "ftruncate");
+	mine_ro = open(SHM_DIR "/own-file", O_RDONLY | O_CLOEXEC);
+	MT_EXPECT_ERR(mt_pin(fd, 0, MT_PAGE,
+			     MREG_PIN_FLAG_MEMFD | MREG_PIN_FLAG_READONLY,
+			     mine_ro, NULL), 0,
+		      "read-only pin of one's own file open read-only");
+	return 0;
+}
+
+static void test_foreign_file(void)
+{
+	int f;
+
+	mkdir(SHM_DIR, 0777);
+	MT_CHECK(!mount("tmpfs", SHM_DIR, "tmpfs", 0, "mode=1777"),
+		 "mount tmpfs: %s", strerror(errno));
+	f = open(SHM_DIR "/root-file", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	MT_CHECK(f >= 0 && !ftruncate(f, MT_PAGE) && write(f, "root", 4) == 4,
+		 "root's file: %s", strerror(errno));
+	close(f);
+	run_nobody("another user's tmpfs file", foreign_file_child);
+	umount2(SHM_DIR, MNT_DETACH);
+}
+
 /* ---- bounds -------------------------------------------------------- */
 
 static void test_sizes(void)
@@ -870,6 +967,8 @@ static const struct {
 	{"thp-partial", test_thp_partial},
 	{"gens-memlock", test_gens_memlock},
 	{"hugetlb-hole", test_hugetlb_hole},
+	{"fallocate-stale", test_fallocate_stale},
+	{"foreign-file", test_foreign_file},
 };
 
 /* kmod-security [case...]: the cases named, or all of them. */
