@@ -174,6 +174,12 @@ int mreg_account_memlock(struct user_struct *user, unsigned long npages)
 	return 0;
 }
 
+/* Undo mreg_account_memlock(). */
+void mreg_account_unmemlock(struct user_struct *user, unsigned long npages)
+{
+	atomic_long_sub(npages, &user->locked_vm);
+}
+
 /**
  * mreg_account_charge() - charge pages to a pin
  * @mf: the open file, owned by current->mm
@@ -227,7 +233,7 @@ void mreg_account_uncharge(struct mreg_file *mf, struct mreg_pin_obj *pin)
 		return;
 	atomic64_sub(pin->nr_charged, &mf->mm->pinned_vm);
 	if (pin->user_charged)
-		atomic_long_sub(pin->nr_charged, &mf->user->locked_vm);
+		mreg_account_unmemlock(mf->user, pin->nr_charged);
 	atomic64_sub(pin->nr_charged, &mf->pinned_pages);
 	pin->nr_charged = 0;
 	pin->user_charged = false;

@@ -193,6 +193,7 @@ int mreg_account_open(struct mreg_file *mf);
 void mreg_account_release(struct mreg_file *mf);
 int mreg_account_watch(struct mreg_user *user);
 int mreg_account_memlock(struct user_struct *user, unsigned long npages);
+void mreg_account_unmemlock(struct user_struct *user, unsigned long npages);
 void mreg_account_unwatch(struct mreg_user *user);
 int mreg_account_charge(struct mreg_file *mf, struct mreg_pin_obj *pin,
 			unsigned long npages);

@@ -170,7 +170,7 @@ void mreg_watch_set_init(struct mreg_watch_set *ws, struct mm_struct *mm,
 
 static void mreg_gens_uncharge(struct mreg_watch_set *ws)
 {
-	atomic_long_sub(ws->gens_charged, &ws->memlock_user->locked_vm);
+	mreg_account_unmemlock(ws->memlock_user, ws->gens_charged);
 	ws->gens_charged = 0;
 }
 
