@@ -67,6 +67,25 @@ static bool thp_size_offered(uint64_t folio_size, const char *control)
 	return !access(path, F_OK);
 }
 
+/* Before Linux 6.8 the PMD size is the only THP size, and has no directory. */
+static bool pmd_thp_offered(const char *control)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), THP_SYSFS "/%s", control);
+	return !mreg_thp_per_size() && !access(path, F_OK);
+}
+
+static int no_mthp(const struct mreg_buf_attr *a)
+{
+	return mreg_fail(-EOPNOTSUPP,
+			 "buf: folio_size %" PRIu64
+			 " kB needs multi-size THP (mTHP, Linux 6.8): this "
+			 "kernel offers %" PRIu64
+			 " kB THP only, and 4 kB pages",
+			 a->folio_size >> 10, mreg_pmd_size() >> 10);
+}
+
 static int check_folio_size(const struct mreg_buf_attr *a)
 {
 	bool pmd = a->folio_size == mreg_pmd_size();
@@ -84,12 +103,18 @@ static int check_folio_size(const struct mreg_buf_attr *a)
 			       : 0;
 	switch (a->backing) {
 	case MREG_BACKING_ANON:
-		if (thp_size_offered(a->folio_size, "enabled"))
+		if (thp_size_offered(a->folio_size, "enabled") ||
+		    (pmd && pmd_thp_offered("enabled")))
 			return 0;
+		if (!mreg_thp_per_size() && !pmd)
+			return no_mthp(a);
 		break;
 	case MREG_BACKING_SHMEM:
-		if (thp_size_offered(a->folio_size, "shmem_enabled"))
+		if (thp_size_offered(a->folio_size, "shmem_enabled") ||
+		    (pmd && pmd_thp_offered("shmem_enabled")))
 			return 0;
+		if (!mreg_thp_per_size() && !pmd)
+			return no_mthp(a);
 		break;
 	case MREG_BACKING_MEMFD:
 		if (pmd)
@@ -229,21 +254,35 @@ static int policy_restore(struct alloc_policy *pol)
 	return ret;
 }
 
-/* An address range aligned to @align, held by a PROT_NONE reservation. */
+/*
+ * An address range aligned to @align, held by a PROT_NONE reservation,
+ * with a PROT_NONE guard page left on each side once the buffer is mapped
+ * over it: the buffer's VMA then never merges with a neighbour, so the
+ * per-VMA counters of smaps describe the buffer alone (folio.c).
+ */
 static void *reserve_aligned(size_t length, size_t align)
 {
+	size_t guard = page_size(), span = length + align + 2 * guard;
 	uint8_t *base, *aligned;
-	size_t span = length + align;
 
 	base = mmap(NULL, span, PROT_NONE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (base == MAP_FAILED)
 		return NULL;
-	aligned = (uint8_t *)(((uintptr_t)base + align - 1) & ~(align - 1));
-	if (aligned > base)
-		munmap(base, (size_t)(aligned - base));
-	munmap(aligned + length, (size_t)(base + span - (aligned + length)));
+	aligned = (uint8_t *)(((uintptr_t)base + guard + align - 1) &
+			      ~(align - 1));
+	if (aligned - guard > base)
+		munmap(base, (size_t)(aligned - guard - base));
+	munmap(aligned + length + guard,
+	       (size_t)(base + span - (aligned + length + guard)));
 	return aligned;
+}
+
+static void unreserve(void *addr, size_t length)
+{
+	size_t guard = page_size();
+
+	munmap((uint8_t *)addr - guard, length + 2 * guard);
 }
 
 static int map_flags(const struct mreg_buf_attr *a)
@@ -294,11 +333,35 @@ static int map_buffer(struct mreg_buf *buf)
 		   buf->fd, 0);
 	if (got == MAP_FAILED) {
 		ret = -errno;
-		munmap(want, buf->length);
+		unreserve(want, buf->length);
 		return mreg_fail(ret, "buf: mmap %zu bytes: %s", buf->length,
 				 strerror(-ret));
 	}
 	buf->addr = got;
+	return 0;
+}
+
+/*
+ * MADV_POPULATE_WRITE is Linux 5.14: before it, a write to each page
+ * faults the buffer in. Hugetlb cannot SIGBUS here: its pages were
+ * reserved by mmap(), which had no MAP_NORESERVE.
+ */
+static int populate_write(struct mreg_buf *buf)
+{
+	volatile uint8_t *p = buf->addr;
+	size_t off, step = page_size();
+
+	if (!madvise(buf->addr, buf->length, MADV_POPULATE_WRITE))
+		return 0;
+	if (errno != EINVAL)
+		return mreg_fail(-errno,
+				 "buf: MADV_POPULATE_WRITE on %zu "
+				 "bytes: %s",
+				 buf->length, strerror(errno));
+	if (buf->attr.backing == MREG_BACKING_HUGETLB)
+		step = buf->attr.folio_size;
+	for (off = 0; off < buf->length; off += step)
+		p[off] = 0;
 	return 0;
 }
 
@@ -322,12 +385,12 @@ static int populate(struct mreg_buf *buf)
 	int ret = 0;
 
 	if (buf->attr.backing == MREG_BACKING_HUGETLB)
-		return madv(buf, MADV_POPULATE_WRITE, "MADV_POPULATE_WRITE");
+		return populate_write(buf);
 	ret = folio == page_size()
 		      ? madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE")
 		      : madv(buf, MADV_HUGEPAGE, "MADV_HUGEPAGE");
 	if (!ret)
-		ret = madv(buf, MADV_POPULATE_WRITE, "MADV_POPULATE_WRITE");
+		ret = populate_write(buf);
 	if (!ret && folio != page_size() && folio < mreg_pmd_size())
 		ret = madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE");
 	return ret;
@@ -349,9 +412,7 @@ static int split_pmd_mappings(struct mreg_buf *buf)
 	if (ret || buf->attr.backing != MREG_BACKING_ANON) {
 		if (!ret)
 			ret = madv(buf, MADV_DONTNEED, "MADV_DONTNEED");
-		return ret ? ret
-			   : madv(buf, MADV_POPULATE_WRITE,
-				  "MADV_POPULATE_WRITE");
+		return ret ? ret : populate_write(buf);
 	}
 	for (off = 0; off < buf->length; off += pmd) {
 		if (mprotect(p + off, page, PROT_READ) ||
@@ -406,8 +467,12 @@ static size_t knob_note(char *out, size_t len, uint64_t size,
 {
 	char path[160], val[32];
 
-	snprintf(path, sizeof(path), THP_SYSFS "/hugepages-%" PRIu64 "kB/%s",
-		 size >> 10, control);
+	if (mreg_thp_per_size())
+		snprintf(path, sizeof(path),
+			 THP_SYSFS "/hugepages-%" PRIu64 "kB/%s", size >> 10,
+			 control);
+	else /* before 6.8: the top-level knob is the PMD size's */
+		snprintf(path, sizeof(path), THP_SYSFS "/%s", control);
 	if (mreg_sysfs_read_choice(path, val, sizeof(val)))
 		return 0;
 	if (!strcmp(val, "inherit")) {
@@ -530,7 +595,7 @@ MREG_EXPORT void mreg_buf_free(struct mreg_buf *buf)
 	if (!buf)
 		return;
 	if (buf->addr)
-		munmap(buf->addr, buf->length);
+		unreserve(buf->addr, buf->length);
 	if (buf->fd >= 0)
 		close(buf->fd);
 	free(buf);

@@ -3,7 +3,12 @@
  * Which folios really back a range: pagemap gives each page's PFN,
  * kpageflags marks compound heads and tails, so walking the tails from a
  * head gives the folio's size. PAGEMAP_SCAN's PAGE_IS_HUGE tells PMD from
- * PTE mappings, which kpageflags cannot.
+ * PTE mappings, which kpageflags cannot; before Linux 6.7, smaps does.
+ *
+ * Reading costs what the buffer maps: pagemap is read in chunks, each
+ * chunk's PFNs are grouped into runs of consecutive frames, and each
+ * frame's kpageflags entry is read once, in one pread per run. Only a
+ * folio the range maps in part needs entries beyond it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +17,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -19,15 +25,49 @@
 #include "internal.h"
 #include "pagemap_compat.h"
 
-#define CHUNK		512
-#define MAX_FOLIO_PAGES (1ul << (MREG_HIST_ORDERS - 1))
+/* Pagemap entries read at once: 32 MB of buffer with 4 kB pages. */
+#define CHUNK		8192
+#define MAX_FOLIO_PAGES (1ull << (MREG_HIST_ORDERS - 1))
+#define KPF_HEAD	(1ull << KPF_COMPOUND_HEAD)
+#define KPF_TAIL	(1ull << KPF_COMPOUND_TAIL)
+
+/* Virtually consecutive pages with consecutive PFNs. */
+struct pfn_run {
+	uint64_t pfn;
+	uint64_t nr;
+	uint64_t *flags; /* kpageflags of pfn .. pfn + nr - 1 */
+};
+
+/* The union of a chunk's runs in PFN order, read with one pread each. */
+struct pfn_extent {
+	uint64_t pfn;
+	uint64_t nr;
+	uint64_t *flags;
+};
+
+/* The folio being walked: its head, the last page seen, how much of it the
+ * range maps so far. */
+struct folio_cursor {
+	bool open;
+	uint64_t head;
+	uint64_t last;
+	uint64_t pages_in;
+};
 
 struct folio_walk {
 	int pagemap_fd;
 	int kpageflags_fd;
-	uint64_t head; /* PFN of the current folio's head */
-	uint64_t nr;   /* its size in pages, 0 if none yet */
 	struct mreg_folio_hist *hist;
+	struct folio_cursor cur;
+	uint64_t entries[CHUNK];
+	uint64_t flags[CHUNK];
+	struct pfn_run runs[CHUNK];
+	struct pfn_extent extents[CHUNK];
+	struct pfn_run *sorted[CHUNK];
+	size_t run_start[CHUNK]; /* index in the chunk of each run's first page
+				  */
+	size_t nr_runs;
+	size_t nr_extents;
 };
 
 static int read_u64s(int fd, uint64_t *buf, size_t nr, uint64_t index)
@@ -39,121 +79,307 @@ static int read_u64s(int fd, uint64_t *buf, size_t nr, uint64_t index)
 	return (int)(n / 8);
 }
 
-static int kpf(struct folio_walk *w, uint64_t pfn, uint64_t *flags)
+static int read_all(int fd, uint64_t *buf, size_t nr, uint64_t index)
 {
-	int n = read_u64s(w->kpageflags_fd, flags, 1, pfn);
+	int n;
 
-	return n == 1 ? 0 : (n < 0 ? n : -EIO);
+	while (nr) {
+		n = read_u64s(fd, buf, nr, index);
+		if (n <= 0)
+			return n < 0 ? n : -EIO;
+		buf += n;
+		nr -= (size_t)n;
+		index += (uint64_t)n;
+	}
+	return 0;
 }
 
-/* Walk back from a tail page to its head (bounded by the largest order). */
+/* The chunk's kpageflags entry for @pfn, if the chunk read it. */
+static const uint64_t *chunk_flags(const struct folio_walk *w, uint64_t pfn)
+{
+	size_t lo = 0, hi = w->nr_extents, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (pfn < w->extents[mid].pfn)
+			hi = mid;
+		else if (pfn >= w->extents[mid].pfn + w->extents[mid].nr)
+			lo = mid + 1;
+		else
+			return &w->extents[mid]
+					.flags[pfn - w->extents[mid].pfn];
+	}
+	return NULL;
+}
+
+/*
+ * Pages outside what the range maps: the head of a folio the range enters
+ * in its middle, the tails of one it leaves early. Rare (an unaligned range,
+ * a partly unmapped folio), and read in blocks that grow, so that a 1 GB
+ * folio costs a few reads, not one per page.
+ */
 static int find_head(struct folio_walk *w, uint64_t pfn, uint64_t *head)
 {
-	uint64_t flags, steps;
+	uint64_t flags[CHUNK], block = 16, n, i, done = 0;
 	int ret;
 
-	for (steps = 0; steps < MAX_FOLIO_PAGES && pfn; steps++) {
-		pfn--;
-		ret = kpf(w, pfn, &flags);
+	while (done < MAX_FOLIO_PAGES && pfn > done) {
+		n = block < pfn - done ? block : pfn - done;
+		n = n < CHUNK ? n : CHUNK;
+		ret = read_all(w->kpageflags_fd, flags, n, pfn - done - n);
 		if (ret)
 			return ret;
-		if (flags & (1ull << KPF_COMPOUND_HEAD)) {
-			*head = pfn;
-			return 0;
-		}
+		for (i = n; i-- > 0;)
+			if (flags[i] & KPF_HEAD) {
+				*head = pfn - done - n + i;
+				return 0;
+			}
+		done += n;
+		block *= 32;
 	}
 	return -EIO;
 }
 
-/* Count the tails after @head in bulk reads. */
-static int count_tails(struct folio_walk *w, uint64_t head, uint64_t *nr)
+static int count_tails_from(struct folio_walk *w, uint64_t pfn, uint64_t *nr)
 {
-	uint64_t flags[CHUNK], pfn = head + 1;
-	int n, i;
+	uint64_t flags[CHUNK], block = 1, i;
+	int n;
 
-	*nr = 1;
+	*nr = 0;
 	while (*nr < MAX_FOLIO_PAGES) {
-		n = read_u64s(w->kpageflags_fd, flags, CHUNK, pfn);
+		n = read_u64s(w->kpageflags_fd, flags,
+			      block < CHUNK ? block : CHUNK, pfn + *nr);
 		if (n <= 0)
-			return n;
-		for (i = 0; i < n; i++) {
-			if (!(flags[i] & (1ull << KPF_COMPOUND_TAIL)))
+			return n; /* 0: the end of memory */
+		for (i = 0; i < (uint64_t)n; i++) {
+			if (!(flags[i] & KPF_TAIL))
 				return 0;
 			(*nr)++;
 		}
-		pfn += (uint64_t)n;
+		block *= 32;
 	}
 	return 0;
 }
 
-static int enter_folio(struct folio_walk *w, uint64_t pfn)
+static bool is_pow2(uint64_t x)
 {
-	uint64_t flags, head = pfn;
+	return x && !(x & (x - 1));
+}
+
+/*
+ * The size of the cursor's folio, in pages. Folios are naturally aligned,
+ * so one whose pages seen so far are a power of two n at a head not aligned
+ * to 2n cannot be larger. Otherwise the page after the last one seen
+ * decides: a tail means the folio goes on outside what the range maps.
+ */
+static int folio_pages(struct folio_walk *w, const uint64_t *next_flags,
+		       uint64_t *nr)
+{
+	const struct folio_cursor *c = &w->cur;
+	uint64_t seen = c->last - c->head + 1, more;
 	int ret;
 
-	ret = kpf(w, pfn, &flags);
+	*nr = seen;
+	if (seen >= MAX_FOLIO_PAGES || (is_pow2(seen) && c->head % (2 * seen)))
+		return 0;
+	if (!next_flags)
+		next_flags = chunk_flags(w, c->last + 1);
+	if (next_flags && !(*next_flags & KPF_TAIL))
+		return 0;
+	ret = count_tails_from(w, c->last + 1, &more);
+	*nr = seen + more;
+	return ret;
+}
+
+/* @next_flags: the kpageflags of the page after the cursor's last, if known. */
+static int close_folio(struct folio_walk *w, const uint64_t *next_flags)
+{
+	struct mreg_folio_hist *h = w->hist;
+	unsigned int order;
+	uint64_t nr;
+	int ret;
+
+	if (!w->cur.open)
+		return 0;
+	w->cur.open = false;
+	ret = folio_pages(w, next_flags, &nr);
 	if (ret)
 		return ret;
-	w->head = pfn;
-	w->nr = 1;
-	if (flags & (1ull << KPF_COMPOUND_TAIL)) {
-		ret = find_head(w, pfn, &head);
-		if (ret)
-			return ret;
-		flags = 1ull << KPF_COMPOUND_HEAD;
-	}
-	if (flags & (1ull << KPF_COMPOUND_HEAD)) {
-		ret = count_tails(w, head, &w->nr);
-		if (ret)
-			return ret;
-		w->head = head;
-	}
-	w->hist->folios[mreg_ilog2(w->nr)]++;
+	order = mreg_ilog2(nr);
+	if (order >= MREG_HIST_ORDERS || !is_pow2(nr))
+		return -EAGAIN; /* a folio split or freed under the walk */
+	h->folios[order]++;
+	h->bytes[order] += w->cur.pages_in * h->page_size;
 	return 0;
 }
 
-static int account_page(struct folio_walk *w, uint64_t entry)
+static int open_folio(struct folio_walk *w, uint64_t pfn, uint64_t flags)
 {
-	uint64_t pfn = entry & PM_PFN_MASK;
+	uint64_t head = pfn;
 	int ret;
 
-	if (!(entry & PM_PRESENT)) {
-		w->hist->unbacked_bytes += w->hist->page_size;
-		w->nr = 0;
+	if (flags & KPF_TAIL) {
+		const uint64_t *prev = chunk_flags(w, pfn - 1);
+
+		if (prev && (*prev & KPF_HEAD))
+			head = pfn - 1;
+		else {
+			ret = find_head(w, pfn, &head);
+			if (ret)
+				return ret;
+		}
+	}
+	w->cur = (struct folio_cursor){
+		.open = true, .head = head, .last = pfn, .pages_in = 1};
+	if (!(flags & (KPF_HEAD | KPF_TAIL)))
+		return close_folio(w, NULL); /* a 4 kB page: done already */
+	return 0;
+}
+
+static int walk_page(struct folio_walk *w, uint64_t pfn, const uint64_t *flags)
+{
+	struct folio_cursor *c = &w->cur;
+	int ret;
+
+	if (c->open && pfn == c->last + 1 && (*flags & KPF_TAIL)) {
+		c->last = pfn;
+		c->pages_in++;
 		return 0;
 	}
-	if (!pfn)
-		return -EPERM; /* PFNs are hidden without CAP_SYS_ADMIN */
-	if (!w->nr || pfn < w->head || pfn >= w->head + w->nr) {
-		ret = enter_folio(w, pfn);
+	ret = close_folio(w, pfn == c->last + 1 ? flags : NULL);
+	return ret ? ret : open_folio(w, pfn, *flags);
+}
+
+static int cmp_run_pfn(const void *a, const void *b)
+{
+	const struct pfn_run *x = *(struct pfn_run *const *)a;
+	const struct pfn_run *y = *(struct pfn_run *const *)b;
+
+	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
+}
+
+/*
+ * One pread per extent of consecutive PFNs, each page's entry read once
+ * however often the chunk maps it: the runs, sorted by PFN, are merged
+ * where they touch or overlap.
+ */
+static int read_chunk_flags(struct folio_walk *w)
+{
+	struct pfn_extent *e = NULL;
+	uint64_t used = 0, end;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < w->nr_runs; i++)
+		w->sorted[i] = &w->runs[i];
+	qsort(w->sorted, w->nr_runs, sizeof(w->sorted[0]), cmp_run_pfn);
+	w->nr_extents = 0;
+	for (i = 0; i < w->nr_runs; i++) {
+		struct pfn_run *r = w->sorted[i];
+
+		if (e && r->pfn <= e->pfn + e->nr) {
+			end = r->pfn + r->nr;
+			if (end > e->pfn + e->nr) {
+				used += end - (e->pfn + e->nr);
+				e->nr = end - e->pfn;
+			}
+		} else {
+			e = &w->extents[w->nr_extents++];
+			*e = (struct pfn_extent){r->pfn, r->nr,
+						 w->flags + used};
+			used += r->nr;
+		}
+		r->flags = e->flags + (r->pfn - e->pfn);
+	}
+	for (i = 0; i < w->nr_extents; i++) {
+		ret = read_all(w->kpageflags_fd, w->extents[i].flags,
+			       w->extents[i].nr, w->extents[i].pfn);
 		if (ret)
 			return ret;
 	}
-	w->hist->bytes[mreg_ilog2(w->nr)] += w->hist->page_size;
+	return 0;
+}
+
+/* Split @n pagemap entries into runs; holes are counted here. */
+static int chunk_runs(struct folio_walk *w, size_t n)
+{
+	struct pfn_run *r = NULL;
+	uint64_t pfn;
+	size_t i;
+
+	w->nr_runs = 0;
+	for (i = 0; i < n; i++) {
+		if (!(w->entries[i] & PM_PRESENT)) {
+			r = NULL;
+			continue;
+		}
+		pfn = w->entries[i] & PM_PFN_MASK;
+		if (!pfn)
+			return -EPERM; /* PFNs are hidden without CAP_SYS_ADMIN
+					*/
+		if (r && pfn == r->pfn + r->nr) {
+			r->nr++;
+			continue;
+		}
+		r = &w->runs[w->nr_runs];
+		*r = (struct pfn_run){.pfn = pfn, .nr = 1};
+		w->run_start[w->nr_runs++] = i;
+	}
+	return 0;
+}
+
+/* Walk the chunk's pages in virtual order, runs and holes alike. */
+static int walk_chunk(struct folio_walk *w, size_t n)
+{
+	size_t i = 0, r, k;
+	int ret;
+
+	for (r = 0; r <= w->nr_runs; r++) {
+		size_t next = r < w->nr_runs ? w->run_start[r] : n;
+
+		if (next > i) { /* a hole before this run */
+			ret = close_folio(w, NULL);
+			if (ret)
+				return ret;
+			w->hist->unbacked_bytes +=
+				(next - i) * w->hist->page_size;
+		}
+		if (r == w->nr_runs)
+			break;
+		for (k = 0; k < w->runs[r].nr; k++) {
+			ret = walk_page(w, w->runs[r].pfn + k,
+					&w->runs[r].flags[k]);
+			if (ret)
+				return ret;
+		}
+		i = next + w->runs[r].nr;
+	}
 	return 0;
 }
 
 static int walk_pages(struct folio_walk *w, uint64_t first, uint64_t count)
 {
-	uint64_t entries[CHUNK], done = 0;
-	int n, i, ret;
+	uint64_t done = 0;
+	int ret;
 
 	while (done < count) {
 		size_t want = count - done < CHUNK ? count - done : CHUNK;
 
-		n = read_u64s(w->pagemap_fd, entries, want, first + done);
-		if (n <= 0)
-			return n < 0 ? n : -EIO;
-		for (i = 0; i < n; i++) {
-			ret = account_page(w, entries[i]);
-			if (ret)
-				return ret;
-		}
-		done += (uint64_t)n;
+		ret = read_all(w->pagemap_fd, w->entries, want, first + done);
+		if (!ret)
+			ret = chunk_runs(w, want);
+		if (!ret)
+			ret = read_chunk_flags(w);
+		if (!ret)
+			ret = walk_chunk(w, want);
+		if (ret)
+			return ret;
+		done += want;
 	}
-	return 0;
+	/* The chunk's flags are gone: the last folio's end is read anew. */
+	w->nr_extents = 0;
+	return close_folio(w, NULL);
 }
-
 /* Bytes of [start, end) that a PMD (or PUD) maps, via PAGEMAP_SCAN. */
 static int pmd_mapped(int pagemap_fd, uint64_t start, uint64_t end,
 		      uint64_t *bytes)
@@ -182,30 +408,130 @@ static int pmd_mapped(int pagemap_fd, uint64_t start, uint64_t end,
 	return 0;
 }
 
+/* One VMA of /proc/self/smaps: its span and the bytes a PMD or PUD maps. */
+struct smaps_vma {
+	uint64_t start;
+	uint64_t end;
+	uint64_t pmd_kb;
+};
+
+/*
+ * Add @v's share of [start, end): all of it when the range covers the
+ * VMA, and where it covers a part, only what the VMA's totals pin down
+ * (none PMD-mapped, or all). Otherwise the range's share is unknown.
+ */
+static void smaps_add(const struct smaps_vma *v, uint64_t start, uint64_t end,
+		      uint64_t *bytes, bool *exact)
+{
+	uint64_t lo = v->start > start ? v->start : start;
+	uint64_t hi = v->end < end ? v->end : end;
+	uint64_t pmd = v->pmd_kb << 10;
+
+	if (lo >= hi)
+		return;
+	if (lo == v->start && hi == v->end)
+		*bytes += pmd;
+	else if (pmd == v->end - v->start)
+		*bytes += hi - lo;
+	else if (pmd) {
+		*bytes += pmd < hi - lo ? pmd : hi - lo;
+		*exact = false;
+	}
+}
+
+static bool smaps_pmd_field(const char *line, uint64_t *kb)
+{
+	static const char *const fields[] = {
+		"AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:",
+		"Shared_Hugetlb:", "Private_Hugetlb:"};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		n = strlen(fields[i]);
+		if (!strncmp(line, fields[i], n)) {
+			*kb = strtoull(line + n, NULL, 10);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Without PAGEMAP_SCAN (before Linux 6.7), the bytes a PMD maps come from
+ * smaps, per VMA: exact for the VMAs the range covers whole, which an
+ * mreg buffer always is (its guard pages keep it from merging).
+ */
+static int pmd_mapped_smaps(uint64_t start, uint64_t end, uint64_t *bytes,
+			    bool *exact)
+{
+	struct smaps_vma v = {0};
+	char line[512];
+	uint64_t kb;
+	FILE *f;
+
+	*bytes = 0;
+	*exact = true;
+	f = fopen("/proc/self/smaps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+
+		if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			smaps_add(&v, start, end, bytes, exact);
+			v = (struct smaps_vma){lo, hi, 0};
+		} else if (smaps_pmd_field(line, &kb)) {
+			v.pmd_kb += kb;
+		}
+	}
+	smaps_add(&v, start, end, bytes, exact);
+	fclose(f);
+	return 0;
+}
+
+static int pmd_mapped_bytes(int pagemap_fd, uint64_t start, uint64_t end,
+			    struct mreg_folio_hist *hist)
+{
+	bool exact;
+	int ret;
+
+	ret = pmd_mapped(pagemap_fd, start, end, &hist->pmd_mapped_bytes);
+	if (ret != -ENOTTY && ret != -EINVAL)
+		return ret;
+	ret = pmd_mapped_smaps(start, end, &hist->pmd_mapped_bytes, &exact);
+	if (!ret && !exact)
+		hist->method = MREG_VERIFY_ESTIMATE;
+	return ret;
+}
+
 static int verify_exact(const void *addr, size_t len,
 			struct mreg_folio_hist *hist)
 {
 	uint64_t page = hist->page_size, start = (uintptr_t)addr;
-	struct folio_walk w = {.hist = hist};
-	int ret;
+	struct folio_walk *w;
+	int ret = -EPERM;
 
-	w.pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	w.kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	if (w.pagemap_fd < 0 || w.kpageflags_fd < 0) {
-		ret = -EPERM;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->hist = hist;
+	w->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	w->kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	if (w->pagemap_fd < 0 || w->kpageflags_fd < 0)
 		goto out;
-	}
-	ret = walk_pages(&w, start / page, (len + page - 1) / page);
+	hist->method = MREG_VERIFY_EXACT;
+	ret = walk_pages(w, start / page, (len + page - 1) / page);
 	if (!ret)
-		ret = pmd_mapped(w.pagemap_fd, start, start + len,
-				 &hist->pmd_mapped_bytes);
-	if (!ret)
-		hist->method = MREG_VERIFY_EXACT;
+		ret = pmd_mapped_bytes(w->pagemap_fd, start, start + len, hist);
 out:
-	if (w.pagemap_fd >= 0)
-		close(w.pagemap_fd);
-	if (w.kpageflags_fd >= 0)
-		close(w.kpageflags_fd);
+	if (ret)
+		hist->method = MREG_VERIFY_NONE;
+	if (w->pagemap_fd >= 0)
+		close(w->pagemap_fd);
+	if (w->kpageflags_fd >= 0)
+		close(w->kpageflags_fd);
+	free(w);
 	return ret;
 }
 

@@ -61,6 +61,7 @@ int mreg_sysfs_read_choice(const char *path, char *buf, size_t len);
 int mreg_sysfs_read_u64(const char *path, uint64_t *val);
 uint64_t mreg_pmd_size(void);
 /* Per-size THP counter, e.g. ("anon_fault_alloc", 65536). */
+bool mreg_thp_per_size(void);
 int mreg_thp_stat(const char *name, uint64_t folio_size, uint64_t *val);
 /* Same as mreg_thp_select_anon() for hugepages-<size>/shmem_enabled;
  * the caller holds the policy lock. */

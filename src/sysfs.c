@@ -99,10 +99,37 @@ static void size_dir(char *buf, size_t len, uint64_t folio_size)
 		 folio_size >> 10);
 }
 
+/* Before mTHP, /proc/vmstat counts PMD-sized THP allocations. */
+static int vmstat_read(const char *name, uint64_t *val)
+{
+	char line[128];
+	size_t n = strlen(name);
+	FILE *f = fopen("/proc/vmstat", "re");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ' ') {
+			*val = strtoull(line + n + 1, NULL, 10);
+			ret = 0;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
 int mreg_thp_stat(const char *name, uint64_t folio_size, uint64_t *val)
 {
 	char dir[96], path[160];
 
+	if (!mreg_thp_per_size() && folio_size == mreg_pmd_size()) {
+		if (!strcmp(name, "anon_fault_alloc"))
+			return vmstat_read("thp_fault_alloc", val);
+		if (!strcmp(name, "shmem_alloc"))
+			return vmstat_read("thp_file_alloc", val);
+		return -ENOENT;
+	}
 	size_dir(dir, sizeof(dir), folio_size);
 	snprintf(path, sizeof(path), "%s/stats/%s", dir, name);
 	return mreg_sysfs_read_u64(path, val);
@@ -119,6 +146,19 @@ static int cmp_u64(const void *a, const void *b)
 /* Sizes are a power of two from 8 kB up, so 64 slots hold every one the
  * kernel can offer; the smallest @max are returned, not the first found. */
 #define THP_MAX_SIZES 64
+
+/*
+ * Multi-size THP (Linux 6.8) adds a hugepages-<size>kB directory per size.
+ * Before it, the PMD size is the only one, under the top-level controls.
+ */
+bool mreg_thp_per_size(void)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), THP_SYSFS "/hugepages-%" PRIu64 "kB",
+		 mreg_pmd_size() >> 10);
+	return !access(path, F_OK);
+}
 
 static int thp_dir_sizes(uint64_t *sizes, int max, bool anon_only)
 {
@@ -143,6 +183,8 @@ static int thp_dir_sizes(uint64_t *sizes, int max, bool anon_only)
 		all[nr++] = (uint64_t)kb << 10;
 	}
 	closedir(dir);
+	if (!nr && !access(THP_SYSFS "/enabled", F_OK))
+		all[nr++] = mreg_pmd_size();
 	qsort(all, (size_t)nr, sizeof(*all), cmp_u64);
 	if (nr > max)
 		nr = max;
@@ -277,6 +319,14 @@ static int select_one(const char *file, uint64_t folio_size, const char *on)
 	char dir[96], path[160];
 	int nr, i, ret;
 
+	if (!mreg_thp_per_size()) {
+		snprintf(path, sizeof(path), THP_SYSFS "/%s", file);
+		ret = mreg_sysfs_write(
+			path, folio_size == mreg_pmd_size() ? on : "never");
+		return ret ? mreg_fail(ret, "thp policy: write %s: %s", path,
+				       strerror(-ret))
+			   : 0;
+	}
 	nr = thp_dir_sizes(sizes, 32, false);
 	if (nr < 0)
 		return nr;

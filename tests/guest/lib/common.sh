@@ -9,7 +9,6 @@ DEB_CACHE=$MREG_BUILD/cache/debs
 # Two TCG guests on two cores starve each other, so every boot takes this.
 QEMU_LOCK=${MREG_QEMU_LOCK:-/tmp/mreg/qemu.lock}
 
-STOCK_KREL=6.12.117+deb12-amd64
 
 # Packages used on the host, either to run qemu or as the source of the
 # files copied into the guest (busybox, rdma-core, fio, iproute2).

@@ -21,6 +21,7 @@ run_parse_args() {
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--kernel) RUN_KERNEL=$2 ;;
+		--stock) stock_select "$2" ;;
 		--modules) RUN_MODULES=$2 ;;
 		--payload) RUN_PAYLOAD=$(readlink -f "$2") ;;
 		--tests) RUN_TESTS=$2 ;;
