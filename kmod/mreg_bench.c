@@ -62,10 +62,10 @@ static long mreg_bench_call(struct mreg_bench_run *r, unsigned long addr,
 	case MREG_BENCH_PUP_FAST:
 		return pin_user_pages_fast(addr, n, r->gup_flags, pages);
 	case MREG_BENCH_PUP:
-		return pin_user_pages(addr, n, r->gup_flags, pages);
+		return mreg_pin_user_pages(addr, n, r->gup_flags, pages);
 	case MREG_BENCH_PUP_REMOTE:
-		return pin_user_pages_remote(current->mm, addr, n, r->gup_flags,
-					     pages, NULL);
+		return mreg_pin_user_pages_remote(current->mm, addr, n,
+						  r->gup_flags, pages);
 	}
 	return -EINVAL;
 }

@@ -339,6 +339,8 @@ int mreg_memfd_check(struct file *file, bool write)
 {
 	struct inode *inode = file_inode(file);
 
+	if (!MREG_HAVE_MEMFD_PIN)
+		return -EOPNOTSUPP;
 	if (is_file_hugepages(file))
 		return -EOPNOTSUPP;
 	if (!shmem_file(file))

@@ -19,6 +19,7 @@
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
+#include "mreg_compat.h"
 #include "uapi/mreg.h"
 
 struct user_struct;

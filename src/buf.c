@@ -33,6 +33,7 @@ struct mreg_buf {
 	size_t length;
 	int fd;
 	bool verified;
+	bool unoffered; /* ALLOW_FALLBACK to a size this kernel lacks: 4 kB */
 	struct mreg_buf_attr attr;
 	struct mreg_folio_hist hist;
 };
@@ -386,6 +387,8 @@ static int populate(struct mreg_buf *buf)
 
 	if (buf->attr.backing == MREG_BACKING_HUGETLB)
 		return populate_write(buf);
+	if (buf->unoffered)
+		folio = page_size();
 	ret = folio == page_size()
 		      ? madv(buf, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE")
 		      : madv(buf, MADV_HUGEPAGE, "MADV_HUGEPAGE");
@@ -439,9 +442,10 @@ static const char *alloc_stat(const struct mreg_buf_attr *a)
 static int fill(struct mreg_buf *buf, uint64_t *alloc_before)
 {
 	struct alloc_policy pol = {0};
-	int ret;
+	int ret = 0;
 
-	ret = policy_apply(&pol, &buf->attr, buf->length);
+	if (!buf->unoffered)
+		ret = policy_apply(&pol, &buf->attr, buf->length);
 	if (!ret && mreg_thp_stat(alloc_stat(&buf->attr), buf->attr.folio_size,
 				  alloc_before))
 		*alloc_before = 0;
@@ -525,6 +529,16 @@ static void policy_hint(const struct mreg_buf_attr *a, size_t length, char *out,
 			 "the allocation");
 }
 
+/* Asked for PTE-mapped shared THP, and the kernel mapped it by PMD. */
+static bool shared_pmd_forced(const struct mreg_buf *buf)
+{
+	return buf->attr.backing != MREG_BACKING_ANON &&
+	       buf->attr.folio_size == mreg_pmd_size() &&
+	       effective_level(&buf->attr) == MREG_MAP_PTE &&
+	       buf->hist.method == MREG_VERIFY_EXACT &&
+	       buf->hist.pmd_mapped_bytes == buf->length;
+}
+
 static int verify(struct mreg_buf *buf, uint64_t alloc_before)
 {
 	char text[256], hint[512];
@@ -545,6 +559,15 @@ static int verify(struct mreg_buf *buf, uint64_t alloc_before)
 	if (buf->verified)
 		return 0;
 	mreg_folio_hist_format(&buf->hist, text, sizeof(text));
+	if (shared_pmd_forced(buf))
+		return mreg_fail(-EOPNOTSUPP,
+				 "buf: this kernel maps shared memory's PMD-"
+				 "sized folios with a PMD even under "
+				 "MADV_NOHUGEPAGE (Linux 6.12 stopped that): "
+				 "no PTE-mapped %" PRIu64 " kB folios on "
+				 "backing %u; got %s",
+				 buf->attr.folio_size >> 10, buf->attr.backing,
+				 text);
 	policy_hint(&buf->attr, buf->length, hint, sizeof(hint));
 	if (buf->attr.flags & MREG_BUF_ALLOW_FALLBACK) {
 		mreg_log(MREG_LOG_WARN,
@@ -565,16 +588,22 @@ MREG_EXPORT int mreg_buf_alloc(const struct mreg_buf_attr *attr,
 {
 	uint64_t alloc_before = 0;
 	struct mreg_buf *buf;
+	bool unoffered;
 	int ret;
 
 	if (!attr || !out)
 		return mreg_fail(-EINVAL, "buf: attr and out are required");
 	ret = check_attr(attr);
-	if (ret)
+	/* Before mTHP, a fallback buffer asked for an mTHP size gets 4 kB. */
+	unoffered =
+		ret == -EOPNOTSUPP && (attr->flags & MREG_BUF_ALLOW_FALLBACK) &&
+		!mreg_thp_per_size() && attr->backing != MREG_BACKING_HUGETLB;
+	if (ret && !unoffered)
 		return ret;
 	buf = calloc(1, sizeof(*buf));
 	if (!buf)
 		return -ENOMEM;
+	buf->unoffered = unoffered;
 	buf->fd = -1;
 	memcpy(&buf->attr, attr, ATTR_MIN_SIZE);
 	buf->length =

@@ -103,8 +103,12 @@ static enum t_verdict transfer(struct t_cache *x, void *p, size_t len,
 			       uint32_t tag)
 {
 	uint32_t got;
+	int ret;
 
-	if (x->send(x->impl, p, len, x->scratch) != T_PASS)
+	ret = x->send(x->impl, p, len, x->scratch);
+	if (ret == T_UNSUPPORTED)
+		x->unsupported = true;
+	if (ret != T_PASS)
 		return T_ERROR;
 	got = other_tag(x->scratch, len, tag);
 	if (got == tag)

@@ -15,6 +15,9 @@
 #include <stdint.h>
 
 #define T_BUSY 2
+/* send(): the backend refused this kind of memory on this kernel
+ * (EOPNOTSUPP: io_uring before 6.3 and SysV shm, say). */
+#define T_UNSUPPORTED 3
 
 /* The largest transfer: free_malloc's block, above the mmap threshold. */
 #define T_CACHE_MAXLEN (8ul << 20)
@@ -44,6 +47,9 @@ struct t_cache {
 	/* Entries dropped by cases that change no memory (fork, a THP
 	 * split), counted where invalidations() exists. */
 	unsigned int false_invalidations;
+	/* Set when a send of the current case gave T_UNSUPPORTED: the
+	 * case then says nothing (T_VOID), and why is printed. */
+	bool unsupported;
 };
 
 struct t_case {

@@ -88,7 +88,8 @@ enum {
  * @MREG_CAP_IPC_LOCK: the caller has CAP_IPC_LOCK, so RLIMIT_MEMLOCK is not
  *                     enforced (the per-file cap still is).
  * @MREG_CAP_MEMFD: MREG_PIN_FLAG_MEMFD and MREG_BENCH_MEMFD_PIN_FOLIOS are
- *                  available (memfd_pin_folios(), kernel >= 6.11).
+ *                  available (memfd_pin_folios(), kernel >= 6.11); without
+ *                  it both fail with EOPNOTSUPP.
  */
 enum mreg_info_caps {
 	MREG_CAP_PHYS = 1 << 0,

@@ -3,6 +3,13 @@
  * io_uring fixed buffers. The domain is a ring with a sparse buffer table,
  * so regions come and go independently; a region takes one slot per 1 GiB,
  * the kernel's limit for one registered buffer.
+ *
+ * Sparse tables are Linux 5.19. Before, a table is registered whole with
+ * IORING_REGISTER_BUFFERS and every slot must hold a buffer, so a domain
+ * there holds one region at a time, its table being the region's slices.
+ * Re-registering every region whenever one changes was the alternative:
+ * rejected, since each registration would then pin the others again, and
+ * its time would no longer be the region's own.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +32,8 @@ struct uring_domain {
 	bool own_ring;
 	bool own_table;	      /* mreg registered the buffer table */
 	uint32_t table_slots; /* its size, when own_table */
+	bool whole_table;     /* no sparse tables: one region at a time */
+	bool region_in;	      /* whole_table: the table holds a region */
 	uint32_t slot_base;
 	uint8_t *slot_used; /* max_regions slots from slot_base */
 };
@@ -37,6 +46,34 @@ static int uring_supported(void)
 		return 0;
 	io_uring_queue_exit(&ring);
 	return 1;
+}
+
+/* IORING_REGISTER_BUFFERS2 with no buffers (5.19), tried on a ring of
+ * our own, so that an EINVAL from the caller's ring is not taken for it. */
+static bool probe_sparse_tables(void)
+{
+	struct io_uring ring;
+	bool ok;
+
+	if (io_uring_queue_init(1, &ring, 0))
+		return false;
+	ok = !io_uring_register_buffers_sparse(&ring, 1);
+	io_uring_queue_exit(&ring);
+	return ok;
+}
+
+static pthread_once_t sparse_once = PTHREAD_ONCE_INIT;
+static bool sparse_ok;
+
+static void sparse_probe_once(void)
+{
+	sparse_ok = probe_sparse_tables();
+}
+
+static bool mreg_uring_sparse_tables(void)
+{
+	pthread_once(&sparse_once, sparse_probe_once);
+	return sparse_ok;
 }
 
 static int ring_open(struct uring_domain *u,
@@ -159,6 +196,15 @@ static int table_open(struct mreg_domain *d, struct uring_domain *u)
 	uint32_t slots = u->slot_base + d->max_regions;
 	int ret = io_uring_register_buffers_sparse(u->ring, slots);
 
+	if (ret == -EINVAL && !mreg_uring_sparse_tables()) {
+		u->whole_table = true;
+		if (!u->slot_base)
+			return 0;
+		return mreg_fail(-EOPNOTSUPP,
+				 "io_uring: slot_base %u needs sparse buffer "
+				 "tables (Linux 5.19)",
+				 u->slot_base);
+	}
 	if (!ret) {
 		u->own_table = true;
 		u->table_slots = slots;
@@ -345,6 +391,77 @@ static int check_fixed_slot(const struct mreg_domain *d,
 	return 0;
 }
 
+/* Is the one region of a whole-table domain taken?  Claim it if not. */
+static int claim_table(struct mreg_domain *d, struct uring_domain *u)
+{
+	bool busy;
+
+	mreg_domain_lock(d);
+	busy = u->region_in;
+	u->region_in = true;
+	mreg_domain_unlock(d);
+	if (!busy)
+		return 0;
+	return mreg_fail(-EBUSY,
+			 "io_uring: this kernel has no sparse buffer tables "
+			 "(Linux 5.19): a domain holds one region at a time; "
+			 "open a domain per region");
+}
+
+static void release_table(struct mreg_domain *d, struct uring_domain *u)
+{
+	mreg_domain_lock(d);
+	u->region_in = false;
+	mreg_domain_unlock(d);
+}
+
+/* Before 5.19: the region's slices are the whole table, slots 0 up. */
+static int uring_reg_whole(struct mreg_domain *d, struct mreg_region *r,
+			   uint32_t nr)
+{
+	struct uring_domain *u = d->priv;
+	struct iovec iov[64];
+	uint64_t t0, off = 0;
+	uint32_t i;
+	int ret;
+
+	if (((r->comp_mask & MREG_REGION_ATTR_SLOT) && r->want_slot) ||
+	    nr > sizeof(iov) / sizeof(iov[0]))
+		return mreg_fail(-EOPNOTSUPP,
+				 "io_uring: a region at slot %u or of more "
+				 "than 64 GiB needs sparse buffer tables "
+				 "(Linux 5.19)",
+				 r->want_slot);
+	ret = claim_table(d, u);
+	if (ret)
+		return ret;
+	for (i = 0; i < nr; i++, off += SLICE_MAX)
+		iov[i] = (struct iovec){
+			.iov_base = (void *)(uintptr_t)(r->info.addr + off),
+			.iov_len = r->info.length - off < SLICE_MAX
+					   ? r->info.length - off
+					   : SLICE_MAX,
+		};
+	t0 = mreg_now_ns();
+	ret = io_uring_register_buffers(u->ring, iov, nr);
+	r->info.reg_ns += mreg_now_ns() - t0;
+	if (ret) {
+		release_table(d, u);
+		return mreg_fail(ret,
+				 "io_uring: register addr 0x%llx len %llu: "
+				 "%s%s",
+				 (unsigned long long)r->info.addr,
+				 (unsigned long long)r->info.length,
+				 strerror(-ret),
+				 ret == -EBUSY ? " (the ring has a buffer "
+						 "table already)"
+					       : mreg_reg_hint(ret));
+	}
+	r->info.index = 0;
+	r->info.nr_slices = nr;
+	return 0;
+}
+
 static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 {
 	uint64_t slices = (r->info.length + SLICE_MAX - 1) / SLICE_MAX;
@@ -360,6 +477,8 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 				 (unsigned long long)r->info.length,
 				 (unsigned long long)slices, d->max_regions);
 	nr = (uint32_t)slices;
+	if (u->whole_table)
+		return uring_reg_whole(d, r, nr);
 	ret = check_fixed_slot(d, r, nr);
 	if (ret)
 		return ret;
@@ -405,10 +524,30 @@ static int uring_reg(struct mreg_domain *d, struct mreg_region *r)
 }
 
 /* The slots are free again only once the kernel has dropped the buffers. */
+static int uring_dereg_whole(struct mreg_domain *d, uint64_t *ns)
+{
+	struct uring_domain *u = d->priv;
+	uint64_t t0 = mreg_now_ns();
+	int ret;
+
+	ret = io_uring_unregister_buffers(u->ring);
+	*ns += mreg_now_ns() - t0;
+	if (ret)
+		return mreg_fail(ret, "io_uring: unregister buffers: %s",
+				 strerror(-ret));
+	release_table(d, u);
+	return 0;
+}
+
 static int uring_dereg(struct mreg_domain *d, struct mreg_region *r,
 		       uint64_t *ns)
 {
-	int ret = clear_slots(d->priv, r->info.index, r->info.nr_slices, ns);
+	struct uring_domain *u = d->priv;
+	int ret;
+
+	if (u->whole_table)
+		return uring_dereg_whole(d, ns);
+	ret = clear_slots(u, r->info.index, r->info.nr_slices, ns);
 
 	/* A buffer the kernel still holds keeps its slots and its region:
 	 * a SINGLE_ISSUER ring refuses other threads with -EEXIST. */

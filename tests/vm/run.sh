@@ -4,12 +4,41 @@
 #   tests/vm/run.sh BUILD_DIR [mreg-vm run options...]
 # The payload holds the test binaries (built on the host, their shared
 # libraries copied by the harness) and the wrappers in tests/vm/tests/.
+# With --stock NAME (one of Debian's stock kernels, mreg-vm kernel-stock),
+# mreg.ko is built for that kernel here; without, kmod/mreg.ko (6.12) is
+# taken as it is.
 set -euo pipefail
 
 build=$(cd "${1:?usage: tests/vm/run.sh BUILD_DIR [options]}" && pwd)
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 payload=$build/vm-payload
+
+STOCK=''
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+	[ "${args[i]}" != --stock ] || STOCK=${args[i + 1]:-}
+done
+
+# mreg.ko for stock kernel $STOCK, from its Debian headers; none where it
+# cannot be built here, and the kmod tests then say why.
+stock_module() {
+	local out=$1 lines kver kdir
+	lines=$("$here/../guest/mreg-vm" kernel-stock "$STOCK")
+	kver=$(sed -n 's/^KRELEASE=//p' <<<"$lines")
+	kdir=$(sed -n 's/^HEADERS=//p' <<<"$lines")
+	case $STOCK in
+	5.10)
+		echo "tests/vm/run.sh: no mreg.ko for 5.10: it needs Linux 6.1 (folios)" >&2
+		return 0
+		;;
+	7.3)
+		echo "tests/vm/run.sh: no mreg.ko for 7.3 here: Debian's 7.3 headers need gcc-14, this host has gcc-12" >&2
+		return 0
+		;;
+	esac
+	KVER=$kver KDIR=$kdir MREG_KO_OUT="$out" "$here/../../kmod/build.sh" build >&2
+}
 
 make_payload() {
 	local t
@@ -34,7 +63,9 @@ make_payload() {
 		cp -a "$d/." "$payload/root$d/"
 	done
 	mkdir -p "$payload/ko"
-	if [ -e "$here/../../kmod/mreg.ko" ]; then
+	if [ -n "$STOCK" ] && [ "$STOCK" != 6.12 ]; then
+		stock_module "$payload/ko/mreg.ko"
+	elif [ -e "$here/../../kmod/mreg.ko" ]; then
 		cp "$here/../../kmod/mreg.ko" "$payload/ko/"
 	fi
 }
