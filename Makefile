@@ -1,6 +1,7 @@
 # Front door: every target installs what it is missing, then builds.
 #   make bench   the default benchmark on this host (table, JSON, CSV, plot)
 #   make test    every test: host tests, then the qemu guest suite
+#   make test-kernels  the guest suite on Debian's 5.10, 6.1, 6.12 and 7.3
 #   make install library, headers, mreg.pc, CMake package, mreg-bench and
 #                man pages into $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 BUILD ?= build
@@ -8,7 +9,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DMREG_WERROR=ON
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install bench bench-guest compare test test-host format clean
+.PHONY: all deps build install bench bench-guest compare test test-host \
+	test-kernels format clean
 
 all: build
 
@@ -44,6 +46,12 @@ compare: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure $(CTEST_ARGS)
+
+# The guest suite on each of Debian's kernels (5.10, 6.1, 6.12, 7.3; about
+# 25 minutes): docs/results/kernels.md, docs/results/support.tsv and the
+# README's support table. KERNELS="6.1 5.10" runs only those.
+test-kernels: build
+	scripts/test-kernels.sh $(BUILD) $(KERNELS)
 
 test-host: build
 	ctest --test-dir $(BUILD) --output-on-failure -L host

@@ -77,9 +77,11 @@ struct cell {
 	struct stats dereg; /* deregistration ms */
 	struct mreg_folio_hist hist;
 	bool verified;
-	struct background bg; /* what else the kernel did meanwhile */
-	uint64_t pfn_runs;    /* physically contiguous runs, 0 = unknown */
-	char note[96];	      /* why a cell has no numbers */
+	struct background bg;	 /* what else the kernel did meanwhile */
+	uint64_t pfn_runs;	 /* physically contiguous runs, 0 = unknown */
+	double verify_ms_per_gb; /* mreg_verify_range() of the buffer, 0 = not
+				    run */
+	char note[96];		 /* why a cell has no numbers */
 };
 
 struct bench_opts {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -398,11 +399,20 @@ static bool same_hist(const struct mreg_folio_hist *a,
 static void recheck_hist(struct cell *c, const struct mreg_buf *buf)
 {
 	struct mreg_folio_hist now = {.size = sizeof(now)};
+	struct timespec t0, t1;
 	char text[64];
+	int ret;
 
-	if (!c->verified || c->hist.method != MREG_VERIFY_EXACT)
-		return;
-	if (mreg_verify_range(mreg_buf_addr(buf), mreg_buf_length(buf), &now))
+	/* Timed: what verifying costs beside what registering does. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = mreg_verify_range(mreg_buf_addr(buf), mreg_buf_length(buf), &now);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!ret)
+		c->verify_ms_per_gb =
+			((double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+			 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) *
+			(double)(1ull << 30) / (double)mreg_buf_length(buf);
+	if (ret || !c->verified || c->hist.method != MREG_VERIFY_EXACT)
 		return;
 	if (same_hist(&c->hist, &now))
 		return;

@@ -84,23 +84,27 @@ static void table_values(const struct bench_opts *o, const struct cell *cells)
 static void table_hists(const struct bench_opts *o, const struct cell *cells,
 			int nr)
 {
-	char size[16], hist[256];
+	char size[16], hist[256], verify[32];
 	int i;
 
 	printf("\nverified folio histogram per cell (* = not the folios asked "
-	       "for):\n");
+	       "for), and what verifying it cost per GB:\n");
 	for (i = 0; i < nr; i++) {
 		const struct cell *c = &cells[i];
 
 		format_size(size, sizeof(size), c->size);
 		mreg_folio_hist_format(&c->hist, hist, sizeof(hist));
+		verify[0] = '\0';
+		if (c->verify_ms_per_gb > 0)
+			snprintf(verify, sizeof(verify), "  verify %.1f ms/GB",
+				 c->verify_ms_per_gb);
 		/* A cell with numbers and a note: its layout changed. */
-		printf("  %-18s %-5s %-7s %s%s%s\n", c->path->name, size,
+		printf("  %-18s %-5s %-7s %s%s%s%s\n", c->path->name, size,
 		       c->folio->name, c->nr || !c->note[0] ? hist : "",
 		       !c->note[0] ? ""
 		       : c->nr	   ? " * "
 				   : "n/a: ",
-		       c->note);
+		       c->note, verify);
 	}
 	(void)o;
 }
@@ -195,7 +199,10 @@ static void json_cell(FILE *f, const struct cell *c)
 	json_hist(f, &c->hist);
 	fprintf(f, ", ");
 	json_background(f, &c->bg);
-	fprintf(f, ", \"pfn_runs\": %" PRIu64 ", \"note\": ", c->pfn_runs);
+	fprintf(f,
+		", \"pfn_runs\": %" PRIu64 ", \"verify_ms_per_gb\": %.3f, "
+		"\"note\": ",
+		c->pfn_runs, c->verify_ms_per_gb);
 	json_string(f, c->note);
 	fprintf(f, "}");
 }
@@ -233,17 +240,18 @@ int report_csv(const char *path, const struct cell *cells, int nr)
 	if (!f)
 		return -1;
 	fprintf(f, "path,folio,size,unit,samples,median,min,max,p90,"
-		   "dereg_median_ms,verified,hist,note\n");
+		   "dereg_median_ms,verified,hist,note,verify_ms_per_gb\n");
 	for (i = 0; i < nr; i++) {
 		const struct cell *c = &cells[i];
 
 		mreg_folio_hist_format(&c->hist, hist, sizeof(hist));
 		fprintf(f,
 			"%s,%s,%" PRIu64 ",%s,%d,%.6f,%.6f,%.6f,%.6f,%.6f,"
-			"%d,\"%s\",\"%s\"\n",
+			"%d,\"%s\",\"%s\",%.3f\n",
 			c->path->name, c->folio->name, c->size, unit(c), c->nr,
 			c->reg.median, c->reg.min, c->reg.max, c->reg.p90,
-			c->dereg.median, verified_exactly(c), hist, c->note);
+			c->dereg.median, verified_exactly(c), hist, c->note,
+			c->verify_ms_per_gb);
 	}
 	return fclose(f);
 }

@@ -14,6 +14,18 @@ set_tests_properties(guest_kmod PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 2400 LABELS "vm;kmod" RESOURCE_LOCK qemu
   DEPENDS kmod_build)
 
+# The same on Debian 12's default 6.1, the module built by its headers.
+add_test(NAME guest_kmod_6.1 COMMAND ${PROJECT_SOURCE_DIR}/kmod/tests/run-guest.sh
+  --stock 6.1 --out ${PROJECT_BINARY_DIR}/kmod-results-6.1)
+set_tests_properties(guest_kmod_6.1 PROPERTIES
+  SKIP_RETURN_CODE 77 TIMEOUT 2400 LABELS "vm;kmod" RESOURCE_LOCK qemu
+  DEPENDS kmod_build)
+
+# The README's kernel support table is the one make test-kernels wrote.
+add_test(NAME support_table
+  COMMAND ${PROJECT_SOURCE_DIR}/scripts/support-table.sh check)
+set_tests_properties(support_table PROPERTIES LABELS host)
+
 # The GUP batching series: applies to a clean 6.12.117 tree, each patch
 # builds the objects it touches, checkpatch --strict.
 add_test(NAME kernel_series COMMAND ${PROJECT_SOURCE_DIR}/kernel/build.sh check)

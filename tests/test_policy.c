@@ -197,6 +197,15 @@ static int alloc_every_case(void)
 	return T_PASS;
 }
 
+/*
+ * The small size the narrowing cases use: 64 kB mTHP, or before mTHP
+ * (6.8) 4 kB, which narrows the one top-level knob to never.
+ */
+static uint64_t small_folio(void)
+{
+	return access(THP "/hugepages-64kB/enabled", F_OK) ? 4096 : 65536;
+}
+
 /* In a child whose address space is nearly full, mmap fails mid-alloc. */
 static int alloc_fails_halfway(uint32_t backing, uint64_t folio)
 {
@@ -238,9 +247,12 @@ static int default_leaves_sysfs(void)
 	struct mreg_buf *buf;
 	int ret;
 
+	const char *knob = "hugepages-64kB/enabled is [never]";
+
 	if (access(THP "/hugepages-64kB/enabled", F_OK)) {
-		printf("no 64 kB mTHP: default-policy case not run\n");
-		return T_PASS;
+		/* Before mTHP: the PMD size, under the top-level knob. */
+		attr.folio_size = t_pmd_size();
+		knob = "transparent_hugepage/enabled is [never]";
 	}
 	T_CHECK(!mreg_thp_policy_save(&saved), "%s", mreg_last_error());
 	T_CHECK(!mreg_thp_select_anon(4096, MREG_THP_NEVER), "%s",
@@ -249,8 +261,10 @@ static int default_leaves_sysfs(void)
 	ret = mreg_buf_alloc(&attr, &buf);
 	snapshot(after);
 	T_CHECK(!mreg_thp_policy_restore(saved), "%s", mreg_last_error());
-	T_CHECK(ret == -EAGAIN, "64 kB with every size at never: got %d", ret);
-	T_CHECK(strstr(mreg_last_error(), "hugepages-64kB/enabled is [never]"),
+	T_CHECK(ret == -EAGAIN,
+		"%" PRIu64 " kB with every size at never: got %d",
+		attr.folio_size >> 10, ret);
+	T_CHECK(strstr(mreg_last_error(), knob),
 		"the message does not name the knob: %s", mreg_last_error());
 	T_CHECK(!strcmp(before, after), "the default allocation wrote sysfs");
 	printf("default allocation: sysfs untouched, -EAGAIN names the knob\n");
@@ -283,7 +297,7 @@ static int bad_arguments(void)
 /* Alternate 64 kB and PMD-sized buffers, each of which must verify. */
 static void *alloc_alternately(void *arg)
 {
-	uint64_t sizes[2] = {65536, t_pmd_size()};
+	uint64_t sizes[2] = {small_folio(), t_pmd_size()};
 	unsigned int i, first = *(const unsigned int *)arg;
 
 	for (i = 0; i < RACE_ALLOCS; i++) {
@@ -573,7 +587,9 @@ static int killed_while_narrowed(const struct t_folio *c)
 static int kill_cases(void)
 {
 	const struct t_folio cases[] = {
-		{.size = 65536, .backing = MREG_BACKING_ANON, .name = "64kB"},
+		{.size = small_folio(),
+		 .backing = MREG_BACKING_ANON,
+		 .name = "small"},
 		{.size = t_pmd_size(),
 		 .backing = MREG_BACKING_HUGETLB,
 		 .name = "hugetlb"},
@@ -594,7 +610,8 @@ static int kill_cases(void)
 static int record_write_fails(void)
 {
 	static char before[SNAP_MAX], after[SNAP_MAX];
-	struct t_folio c = {.size = 65536, .backing = MREG_BACKING_ANON};
+	struct t_folio c = {.size = small_folio(),
+			    .backing = MREG_BACKING_ANON};
 	struct mreg_thp_policy *saved = NULL;
 	char msg[512], msg2[512];
 	struct mreg_buf *buf;
@@ -639,7 +656,8 @@ static int record_write_fails(void)
  * allocation between its own save and restore does not deadlock. */
 static int nested_in_snapshot(void)
 {
-	struct t_folio c = {.size = 65536, .backing = MREG_BACKING_ANON};
+	struct t_folio c = {.size = small_folio(),
+			    .backing = MREG_BACKING_ANON};
 	struct mreg_thp_policy *saved;
 	struct mreg_buf *buf;
 	int ret;
@@ -849,7 +867,7 @@ int main(int argc, char **argv)
 	if (!ret && !crash_only)
 		ret = alloc_every_case();
 	if (!ret && !crash_only)
-		ret = alloc_fails_halfway(MREG_BACKING_ANON, 65536);
+		ret = alloc_fails_halfway(MREG_BACKING_ANON, small_folio());
 	if (!ret && !crash_only)
 		ret = alloc_fails_halfway(MREG_BACKING_HUGETLB, t_pmd_size());
 	if (!ret && !crash_only)

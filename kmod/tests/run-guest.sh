@@ -4,8 +4,10 @@
 #
 #   kmod/tests/run-guest.sh [--bench] [--race-runs N] [--tests "kmod-abi ..."]
 #                           [--out DIR] [--kernel BZIMAGE --modules DIR --kdir HEADERS]
-#                           [--ko MREG_KO] [--soak]
+#                           [--ko MREG_KO] [--soak] [--stock NAME]
 #
+# --stock NAME: one of Debian's stock kernels (tests/guest/mreg-vm
+# kernel-stock: 6.1, 6.12), with the module built against its headers.
 # --bench adds kmod-kbench: mreg-kbench over 256 MB for every method and
 # folio size (table on the console, JSON in OUT/results/kmod-kbench/), and
 # kmod-fuzz-soak: the fuzz loop with 100000 calls.
@@ -38,6 +40,17 @@ usage() {
 	exit 2
 }
 
+# Kernel, modules and headers of one of Debian's stock kernels.
+stock() {
+	local lines
+	lines=$("$TOP/tests/guest/mreg-vm" kernel-stock "$1")
+	KERNEL=$(sed -n 's/^KERNEL=//p' <<<"$lines")
+	MODULES=$(sed -n 's/^MODULES=//p' <<<"$lines")
+	KDIR=$(sed -n 's/^HEADERS=//p' <<<"$lines")
+	KVER=$(sed -n 's/^KRELEASE=//p' <<<"$lines")
+	export KVER
+}
+
 parse() {
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -50,6 +63,7 @@ parse() {
 		--modules) MODULES=$2 ;;
 		--kdir) KDIR=$2 ;;
 		--ko) KO=$(readlink -f "$2") ;;
+		--stock) stock "$2" ;;
 		*) usage ;;
 		esac
 		[ $# -ge 2 ] || usage
@@ -65,7 +79,10 @@ build_module() {
 	if [ -n "$KO" ]; then
 		return
 	elif [ -n "$KDIR" ]; then
-		KDIR=$KDIR "$TOP/kmod/build.sh" build
+		# Not over kmod/mreg.ko, which stays the stock 6.12 build.
+		mkdir -p "$TOP/build/kmod"
+		KO=$TOP/build/kmod/mreg-$(basename "$(readlink -f "$KDIR")").ko
+		KDIR=$KDIR MREG_KO_OUT=$KO "$TOP/kmod/build.sh" build
 	else
 		"$TOP/kmod/build.sh" build
 	fi

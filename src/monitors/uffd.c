@@ -209,13 +209,22 @@ static int uffd_create(struct uffd_monitor *u)
 	};
 
 	/* User-mode only: allowed unprivileged whatever
-	 * vm.unprivileged_userfaultfd says; no kernel fault comes anyway. */
+	 * vm.unprivileged_userfaultfd says; no kernel fault comes anyway.
+	 * Before Linux 5.11 there is no such flag: then that sysctl, or
+	 * CAP_SYS_PTRACE, decides. */
 	u->uffd = (int)syscall(SYS_userfaultfd,
 			       O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (u->uffd < 0 && errno == EINVAL)
+		u->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (u->uffd < 0)
 		return mreg_fail(-errno,
-				 "cache: uffd monitor: userfaultfd(): %s",
-				 strerror(errno));
+				 "cache: uffd monitor: userfaultfd(): %s%s",
+				 strerror(errno),
+				 errno == EPERM ? " (before Linux 5.11, "
+						  "unprivileged use needs "
+						  "vm.unprivileged_userfaultfd"
+						  "=1 or CAP_SYS_PTRACE)"
+						: "");
 	if (ioctl(u->uffd, UFFDIO_API, &api))
 		return mreg_fail(-errno,
 				 "cache: uffd monitor: UFFDIO_API (events "
@@ -339,7 +348,8 @@ static int uffd_register(struct uffd_monitor *u, uint64_t start, uint64_t len)
 		 (unsigned long long)start, (unsigned long long)len,
 		 errno == EBUSY ? "another userfaultfd has it"
 				: "SysV shm, a file other than shmem or "
-				  "hugetlbfs, or VM_IO");
+				  "hugetlbfs, VM_IO, or shmem and hugetlbfs "
+				  "before Linux 5.19's write-protect mode");
 	return -EOPNOTSUPP;
 }
 

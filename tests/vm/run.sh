@@ -62,6 +62,10 @@ make_payload() {
 		mkdir -p "$payload/root$d"
 		cp -a "$d/." "$payload/root$d/"
 	done
+	mkdir -p "$payload/root/mreg/share"
+	# make test-kernels writes the table anew: nothing to compare with.
+	[ "${MREG_SUPPORT_TABLE:-}" = none ] ||
+		cp "$here/../../docs/results/support.tsv" "$payload/root/mreg/share/" 2>/dev/null || true
 	mkdir -p "$payload/ko"
 	if [ -n "$STOCK" ] && [ "$STOCK" != 6.12 ]; then
 		stock_module "$payload/ko/mreg.ko"
