@@ -400,10 +400,13 @@ static int populate(struct mreg_buf *buf)
 }
 
 /*
- * Keep each PMD-sized folio but map it with PTEs. Anonymous memory: an
- * mprotect() of one page splits the PMD mapping, not the folio. Shared
- * memory: with VM_NOHUGEPAGE the fault path refuses PMD mappings, so
- * zap and fault back in.
+ * Keep each PMD-sized folio but map it with PTEs. Anonymous memory: a
+ * VMA boundary inside a PMD splits the mapping, not the folio, so one
+ * page's madvise(MADV_RANDOM), undone by MADV_NORMAL, does it without
+ * touching the PTEs' write bits (an mprotect() round trip clears them,
+ * and 5.10's write fault then copies the page out of the folio). Shared
+ * memory: with VM_NOHUGEPAGE the fault path refuses PMD mappings, so zap
+ * and fault back in.
  */
 static int split_pmd_mappings(struct mreg_buf *buf)
 {
@@ -417,13 +420,11 @@ static int split_pmd_mappings(struct mreg_buf *buf)
 			ret = madv(buf, MADV_DONTNEED, "MADV_DONTNEED");
 		return ret ? ret : populate_write(buf);
 	}
-	for (off = 0; off < buf->length; off += pmd) {
-		if (mprotect(p + off, page, PROT_READ) ||
-		    mprotect(p + off, page, PROT_READ | PROT_WRITE))
-			return mreg_fail(-errno, "buf: mprotect split: %s",
-					 strerror(errno));
-		p[off] = 0; /* write fault: the page gets its write bit back */
-	}
+	for (off = 0; off < buf->length; off += pmd)
+		if (madvise(p + off, page, MADV_RANDOM) ||
+		    madvise(p + off, page, MADV_NORMAL))
+			return mreg_fail(-errno, "buf: split PMD at +%zu: %s",
+					 off, strerror(errno));
 	return 0;
 }
 

@@ -179,6 +179,18 @@ int t_each_anon_folio(int (*fn)(const struct t_folio *c))
 	return ret;
 }
 
+bool t_uring_sparse(void)
+{
+	struct io_uring ring;
+	bool ok;
+
+	if (io_uring_queue_init(1, &ring, 0))
+		return false;
+	ok = !io_uring_register_buffers_sparse(&ring, 1);
+	io_uring_queue_exit(&ring);
+	return ok;
+}
+
 int t_read_fixed(struct io_uring *ring, int fd, void *dst, unsigned int len,
 		 int index)
 {

@@ -66,6 +66,12 @@ uint64_t t_pmd_size(void);
 int t_each_anon_folio(int (*fn)(const struct t_folio *c));
 /* Allocate a verified buffer of case @c, @len bytes. Return: 0 or -errno. */
 int t_buf(const struct t_folio *c, uint64_t len, struct mreg_buf **buf);
+/*
+ * Sparse io_uring buffer tables (5.19): without them an mreg io_uring
+ * domain holds one region at a time, and the cases that need several
+ * say so and are left out.
+ */
+bool t_uring_sparse(void);
 struct io_uring;
 /*
  * One IORING_OP_READ_FIXED of @len bytes from offset 0 of @fd into @dst

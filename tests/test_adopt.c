@@ -80,6 +80,11 @@ static int uring_with_table(int file, char *mine, char *app)
 	struct mreg_region *r;
 	struct io_uring ring;
 
+	if (!t_uring_sparse()) {
+		printf("  io_uring: the application's own table needs sparse "
+		       "buffer tables (Linux 5.19): case not run\n");
+		return T_PASS;
+	}
 	T_CHECK(!io_uring_queue_init(8, &ring, 0), "ring");
 	T_CHECK(!io_uring_register_buffers_sparse(&ring, SLOTS), "table");
 	T_CHECK(io_uring_register_buffers_update_tag(&ring, 0, &own, NULL, 1) ==

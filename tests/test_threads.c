@@ -389,7 +389,15 @@ int main(int argc, char **argv)
 			 argc > 1 ? argv[1] : NULL);
 	if (!n)
 		return t_skip("no registration path here");
-	for (i = 0; i < n && !ret; i++)
+	for (i = 0; i < n && !ret; i++) {
+		if (paths[i].backend == MREG_BACKEND_IO_URING &&
+		    !t_uring_sparse()) {
+			printf("  io_uring: one region per domain without "
+			       "sparse "
+			       "buffer tables (Linux 5.19): not run\n");
+			continue;
+		}
 		ret = run_path(&paths[i], iters);
+	}
 	return ret;
 }

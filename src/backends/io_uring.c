@@ -402,7 +402,8 @@ static int claim_table(struct mreg_domain *d, struct uring_domain *u)
 	mreg_domain_unlock(d);
 	if (!busy)
 		return 0;
-	return mreg_fail(-EBUSY,
+	/* -ENOSPC, as for a full table: the cache then evicts idle entries. */
+	return mreg_fail(-ENOSPC,
 			 "io_uring: this kernel has no sparse buffer tables "
 			 "(Linux 5.19): a domain holds one region at a time; "
 			 "open a domain per region");
