@@ -80,28 +80,41 @@ write_kernels_md() {
 	} >"$RESULTS/kernels.md"
 }
 
-# Columns by kernel release, rows by feature, from each kernel's probe.
+# Columns by kernel release, rows by feature, from each kernel's probe;
+# the columns of kernels not run this time are kept as committed.
 write_support_tsv() {
-	local name files=() header=feature
+	local name args=()
 	for name in 5.10 6.1 6.12 7.3; do
-		[ -f "$OUT/$name/support.tsv" ] || continue
-		files+=("$OUT/$name/support.tsv")
-		header+=$'\t'$(krelease "$name" KRELEASE)
+		args+=("$(krelease "$name" KRELEASE)")
+		if [[ " $NAMES " == *" $name "* ]] && [ -f "$OUT/$name/support.tsv" ]; then
+			args+=("$OUT/$name/support.tsv")
+		else
+			args+=(-)
+		fi
 	done
-	[ ${#files[@]} -gt 0 ] || return 0
-	{
-		echo "$header"
-		python3 - "${files[@]}" <<'PY'
-import sys
-cols = [dict(l.rstrip("\n").split("\t", 1) for l in open(f) if "\t" in l)
-        for f in sys.argv[1:]]
-order = []
-for c in cols:
-    order += [k for k in c if k not in order]
-for k in order:
-    print("\t".join([k] + [c.get(k, "-") for c in cols]))
+	python3 - "$RESULTS/support.tsv" "${args[@]}" <<'PY'
+import os, sys
+out, rest = sys.argv[1], sys.argv[2:]
+old = {}
+if os.path.exists(out):
+    rows = [l.rstrip("\n").split("\t") for l in open(out) if l.strip()]
+    for i, rel in enumerate(rows[0][1:], 1):
+        old[rel] = {r[0]: r[i] for r in rows[1:]}
+cols, order = [], []
+for rel, f in zip(rest[::2], rest[1::2]):
+    if f != "-":
+        col = dict(l.rstrip("\n").split("\t", 1) for l in open(f) if "\t" in l)
+    elif rel in old:
+        col = old[rel]
+    else:
+        continue
+    cols.append((rel, col))
+    order += [k for k in col if k not in order]
+with open(out, "w") as fh:
+    fh.write("\t".join(["feature"] + [r for r, _ in cols]) + "\n")
+    for k in order:
+        fh.write("\t".join([k] + [c.get(k, "-") for _, c in cols]) + "\n")
 PY
-	} >"$RESULTS/support.tsv"
 }
 
 mkdir -p "$OUT" "$RESULTS"
@@ -110,8 +123,7 @@ for name in $NAMES; do
 	case $name in 6.1 | 6.12) run_suite "$name" kmod ;; esac
 done
 write_kernels_md
-# Only a run of all four rewrites the table the README is made from.
-[ "$NAMES" != "5.10 6.1 6.12 7.3" ] || write_support_tsv
+write_support_tsv
 "$TOP/scripts/support-table.sh" render
 log "wrote $RESULTS/kernels.md and $RESULTS/support.tsv"
 exit $rc

@@ -105,6 +105,8 @@ void mreg_policy_unlock(bool restored);
 int mreg_policy_record(const struct mreg_policy_file *files, int nr);
 
 /* folio.c */
+int mreg_verify_folios(const void *addr, size_t len,
+		       struct mreg_folio_hist *hist);
 int mreg_verify_estimate(const char *stat, const uint64_t *alloc_before,
 			 uint64_t folio_size, size_t len,
 			 struct mreg_folio_hist *hist);

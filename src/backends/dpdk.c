@@ -352,8 +352,8 @@ static uint64_t extmem_page_size(const struct mreg_region *r)
 	struct mreg_folio_hist hist = {.size = sizeof(hist)};
 	int order;
 
-	if (mreg_verify_range((void *)(uintptr_t)r->info.addr, r->info.length,
-			      &hist) ||
+	if (mreg_verify_folios((void *)(uintptr_t)r->info.addr, r->info.length,
+			       &hist) ||
 	    hist.unbacked_bytes)
 		return page;
 	for (order = 0; order < MREG_HIST_ORDERS; order++)
