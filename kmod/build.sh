@@ -116,10 +116,8 @@ run_checkpatch() {
 	local f rc=0
 	ensure_checkpatch
 	for f in "${SOURCES[@]/#/$HERE/}" "$TOP/include/uapi/mreg.h"; do
-		# The compat header exists to test kernel versions.
 		perl "$CP_DIR/scripts/checkpatch.pl" --strict --no-tree -q \
-			--show-types -f "$f" $([[ $f != */mreg_compat.h ]] ||
-				echo --ignore LINUX_VERSION_CODE) || rc=1
+			--show-types -f "$f" || rc=1
 	done
 	[ $rc -eq 0 ] && log "checkpatch --strict clean"
 	return $rc

@@ -271,7 +271,7 @@ void mreg_account_info(struct mreg_file *mf, struct mreg_info *info)
 {
 	info->abi_version = MREG_ABI_VERSION;
 	info->page_size = PAGE_SIZE;
-	info->caps = MREG_HAVE_MEMFD_PIN ? MREG_CAP_MEMFD : 0;
+	info->caps = MREG_CAN_PIN_MEMFD ? MREG_CAP_MEMFD : 0;
 	if (mf->phys)
 		info->caps |= MREG_CAP_PHYS;
 	/* A probe, not a privileged operation: leave no audit record. */

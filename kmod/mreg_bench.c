@@ -120,9 +120,10 @@ static long mreg_bench_memfd_loop(struct mreg_bench_run *r, struct file *file)
 
 	while (start <= end && r->nr_got < r->nr_pages) {
 		n = min(r->per_call, r->nr_pages - r->nr_got);
-		n = memfd_pin_folios(file, start, end, r->folios + r->nr_got,
-				     min_t(unsigned long, n, UINT_MAX),
-				     &first_off);
+		n = mreg_memfd_pin_folios(file, start, end,
+					  r->folios + r->nr_got,
+					  min_t(unsigned long, n, UINT_MAX),
+					  &first_off);
 		if (n <= 0)
 			break;
 		start += mreg_bench_covered(r, r->nr_got, n, first_off);
@@ -172,7 +173,7 @@ static void mreg_bench_put(struct mreg_bench_run *r)
 	case MREG_BENCH_MEMFD_PIN_FOLIOS:
 		for (i = 0; i < r->nr_got; i += n) {
 			n = min(r->nr_got - i, MREG_BENCH_RESCHED_MASK + 1);
-			unpin_folios(r->folios + i, n);
+			mreg_unpin_folio_array(r->folios + i, n);
 			cond_resched();
 		}
 		break;
@@ -256,6 +257,8 @@ static int mreg_bench_check(struct mreg_file *mf, struct mreg_bench *cmd)
 		return -EINVAL;
 	if (cmd->length >> PAGE_SHIFT > READ_ONCE(mf->max_pages))
 		return -EINVAL;
+	if (memfd && !MREG_CAN_PIN_MEMFD)
+		return -EOPNOTSUPP;
 	return 0;
 }
 

@@ -15,6 +15,7 @@
  * take a reference for the duration of their copy; UNPIN removes the
  * handle and drops its reference; the last reference unpins.
  */
+#include <linux/backing-dev.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
@@ -141,8 +142,9 @@ static void mreg_unpin_folios(struct mreg_pin_obj *pin)
 		cond_resched();
 	}
 	for (i = 0; i < pin->nr_folios; i += MREG_UNPIN_BATCH) {
-		unpin_folios(pin->folios + i,
-			     min(pin->nr_folios - i, MREG_UNPIN_BATCH));
+		mreg_unpin_folio_array(pin->folios + i,
+				       min(pin->nr_folios - i,
+					   MREG_UNPIN_BATCH));
 		cond_resched();
 	}
 }
@@ -205,6 +207,41 @@ static struct mreg_pin_obj *mreg_pin_get(struct mreg_file *mf, u32 handle)
 	return pin;
 }
 
+/*
+ * Is @folio page cache that writeback tracks?  A device writing it through
+ * a long-term pin dirties it behind the filesystem's back (writeback sees
+ * a page it never made writable).  Since 6.5 GUP refuses such
+ * FOLL_LONGTERM|FOLL_WRITE pins itself (vma_needs_dirty_tracking());
+ * before, this does, on the pinned folios, so that no VMA can change
+ * between check and pin.  Anonymous, shmem and hugetlb memory, page cache
+ * without writeback (ramfs) and folios truncated meanwhile are fine.
+ */
+static bool mreg_folio_dirty_tracked(struct folio *folio)
+{
+	struct address_space *mapping;
+
+	if (folio_test_anon(folio) || folio_test_hugetlb(folio))
+		return false;
+	mapping = folio_mapping(folio);
+	return mapping && mapping_can_writeback(mapping);
+}
+
+static bool mreg_pages_dirty_tracked(struct page **pages, unsigned long nr)
+{
+	struct folio *folio, *prev = NULL;
+	unsigned long i;
+
+	for (i = 0; i < nr; i++) {
+		folio = page_folio(pages[i]);
+		if (folio != prev && mreg_folio_dirty_tracked(folio))
+			return true;
+		prev = folio;
+		if (!(i & 4095))
+			cond_resched();
+	}
+	return false;
+}
+
 static int mreg_pin_user(struct mreg_pin_obj *pin, unsigned long addr)
 {
 	unsigned int gup_flags = FOLL_LONGTERM;
@@ -225,6 +262,10 @@ static int mreg_pin_user(struct mreg_pin_obj *pin, unsigned long addr)
 			goto err_unpin;
 		}
 		cond_resched();
+	}
+	if (pin->writable && mreg_pages_dirty_tracked(pin->pages, done)) {
+		n = -EFAULT;
+		goto err_unpin;
 	}
 	return 0;
 
@@ -272,7 +313,7 @@ static int mreg_memfd_uptodate(struct mreg_pin_obj *pin, struct file *file)
 		folio = pin->folios[i];
 		if (folio_test_uptodate(folio))
 			continue;
-		got = shmem_read_folio(file->f_mapping, folio->index);
+		got = mreg_shmem_read_folio(file->f_mapping, folio->index);
 		if (IS_ERR(got))
 			return PTR_ERR(got);
 		same = got == folio;
@@ -295,16 +336,16 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
 				     MREG_PIN_GFP);
 	if (!pin->folios)
 		return -ENOMEM;
-	n = memfd_pin_folios(file, start, end, pin->folios,
-			     min_t(unsigned long, pin->nr_pages, UINT_MAX),
-			     &first_off);
+	n = mreg_memfd_pin_folios(file, start, end, pin->folios,
+				  min_t(unsigned long, pin->nr_pages, UINT_MAX),
+				  &first_off);
 	if (n <= 0)
 		return n ? n : -EFAULT;
 	pin->nr_folios = n;
 	n = mreg_pin_fill_pages(pin, first_off) ?
 	    mreg_memfd_uptodate(pin, file) : -EFAULT;
 	if (n)
-		unpin_folios(pin->folios, pin->nr_folios);
+		mreg_unpin_folio_array(pin->folios, pin->nr_folios);
 	return n;
 }
 
@@ -337,9 +378,11 @@ static long mreg_pin_memfd_file(struct mreg_pin_obj *pin, struct file *file,
  */
 int mreg_memfd_check(struct file *file, bool write)
 {
-	struct inode *inode = file_inode(file);
-
-	if (!MREG_HAVE_MEMFD_PIN)
+	/*
+	 * Before 6.11 also keeps is_file_hugepages(), whose symbols 6.1 does
+	 * not export, out of the module.
+	 */
+	if (!MREG_CAN_PIN_MEMFD)
 		return -EOPNOTSUPP;
 	if (is_file_hugepages(file))
 		return -EOPNOTSUPP;
@@ -349,8 +392,7 @@ int mreg_memfd_check(struct file *file, bool write)
 		return -EACCES;
 	if (write && !(file->f_mode & FMODE_WRITE))
 		return -EACCES;
-	if (!(file->f_mode & FMODE_WRITE) &&
-	    !inode_owner_or_capable(file_mnt_idmap(file), inode))
+	if (!(file->f_mode & FMODE_WRITE) && !mreg_file_owner_or_capable(file))
 		return -EACCES;
 	return 0;
 }
@@ -382,6 +424,9 @@ static int mreg_pin_check(struct mreg_pin *cmd)
 		return -EINVAL;
 	if (!(cmd->flags & MREG_PIN_FLAG_MEMFD) && cmd->memfd)
 		return -EINVAL;
+	/* Before anything is charged or allocated: no memfd_pin_folios(). */
+	if ((cmd->flags & MREG_PIN_FLAG_MEMFD) && !MREG_CAN_PIN_MEMFD)
+		return -EOPNOTSUPP;
 	return mreg_check_range(cmd->addr, cmd->length);
 }
 

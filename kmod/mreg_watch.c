@@ -426,8 +426,8 @@ int mreg_watch_mmap(struct mreg_watch_set *ws, struct vm_area_struct *vma)
 		ret = -EINVAL;
 	if (!ret) {
 		/* VM_IO: kernel pages, not memory GUP may pin or splice. */
-		vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_IO,
-			     VM_MAYWRITE | VM_MAYEXEC);
+		mreg_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_IO,
+				  VM_MAYWRITE | VM_MAYEXEC);
 		ret = vm_insert_pages(vma, vma->vm_start, ws->gen_pages,
 				      &pages);
 	}

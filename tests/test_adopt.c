@@ -156,6 +156,11 @@ static int uring_fixed_slot(int file, char *buf)
 	struct mreg_domain *d, *d2;
 	struct io_uring ring;
 
+	if (!t_uring_sparse()) {
+		printf("  io_uring: chosen slots need sparse buffer tables "
+		       "(Linux 5.19): case not run\n");
+		return T_PASS;
+	}
 	T_CHECK(!io_uring_queue_init(8, &ring, 0), "ring");
 	T_CHECK(!adopt_ring(&ring, BASE, 8, &d), "%s", mreg_last_error());
 	T_CHECK(!register_slot(d, buf, 13, &r), "%s", mreg_last_error());
