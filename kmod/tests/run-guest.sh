@@ -33,7 +33,7 @@ kmod-close kmod-fork kmod-munmap kmod-memlock kmod-fuzz
 kmod-unpinrace kmod-memfdmode kmod-tornread kmod-race kmod-watch kmod-security
 kmod-trinity kmod-unload"
 SOAK='' BENCH='' RACE_RUNS='' TESTS='' OUT='' KERNEL='' MODULES='' KDIR='' KO=''
-SECURITY_CASES="sizes nowait fd-passing fork-setuid phys bench exec fork watch-flood watch-kill thp-partial gens-memlock hugetlb-hole fallocate-stale foreign-file"
+SECURITY_CASES="sizes nowait fd-passing fork-setuid phys bench exec fork watch-flood watch-kill thp-partial gens-memlock hugetlb-hole fallocate-stale foreign-file file-writeback"
 
 usage() {
 	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2

@@ -848,6 +848,64 @@ static void test_foreign_file(void)
 	umount2(SHM_DIR, MNT_DETACH);
 }
 
+/* ---- page cache that writeback tracks ------------------------------- */
+
+#define EXT2_DIR "/tmp/mreg-ext2"
+#define EXT2_IMG "/tmp/mreg-ext2.img"
+
+/*
+ * A writable long-term pin of a MAP_SHARED ext2 file page would let a
+ * device dirty it behind the filesystem's back (GUP refuses it from 6.5,
+ * mreg.ko on older kernels): EFAULT, and nothing pinned. A read-only pin
+ * of it, and a writable one of a MAP_PRIVATE mapping (COW: anonymous),
+ * are fine.
+ */
+static void test_file_writeback(void)
+{
+	uint64_t a0, r0;
+	struct mreg_pin p;
+	char *shared, *priv;
+	int fd = mt_open(), f;
+
+	mkdir(EXT2_DIR, 0755);
+	if (system("modprobe -q loop; modprobe -q ext4; modprobe -q ext2; "
+		   "dd if=/dev/zero of=" EXT2_IMG " bs=1M count=4 2>/dev/null && "
+		   "mke2fs -q -F " EXT2_IMG " >/dev/null 2>&1 && "
+		   "mount -o loop " EXT2_IMG " " EXT2_DIR))
+		mt_skip("no ext2 on a loop device in this guest (loop, ext4, "
+			"mke2fs)");
+	f = open(EXT2_DIR "/file", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	MT_CHECK(f >= 0 && !ftruncate(f, 4 * MT_PAGE), "ext2 file: %s",
+		 strerror(errno));
+	shared = mmap(NULL, 4 * MT_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f,
+		      0);
+	priv = mmap(NULL, 4 * MT_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, f,
+		    0);
+	MT_CHECK(shared != MAP_FAILED && priv != MAP_FAILED, "mmap: %s",
+		 strerror(errno));
+	memset(shared, 1, 4 * MT_PAGE);
+	mt_pins(&a0, &r0);
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)shared, 4 * MT_PAGE, 0, 0, &p),
+		      -EFAULT, "writable pin of a MAP_SHARED ext2 file");
+	MT_CHECK(mt_pins_balanced(a0, r0), "the refused pin left pins");
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)shared, 4 * MT_PAGE,
+			     MREG_PIN_FLAG_READONLY, 0, &p),
+		      0, "read-only pin of it");
+	mt_unpin(fd, p.out_handle);
+	MT_EXPECT_ERR(mt_pin(fd, (uintptr_t)priv, 4 * MT_PAGE, 0, 0, &p), 0,
+		      "writable pin of a MAP_PRIVATE mapping of it");
+	mt_unpin(fd, p.out_handle);
+	munmap(shared, 4 * MT_PAGE);
+	munmap(priv, 4 * MT_PAGE);
+	close(f);
+	close(fd);
+	umount2(EXT2_DIR, MNT_DETACH);
+	unlink(EXT2_IMG);
+	MT_CHECK(mt_pins_balanced(a0, r0), "pins left");
+	printf("ok: writable pins of ext2 page cache refused (EFAULT), "
+	       "read-only and private ones taken\n");
+}
+
 /* ---- bounds -------------------------------------------------------- */
 
 static void test_sizes(void)
@@ -969,6 +1027,7 @@ static const struct {
 	{"hugetlb-hole", test_hugetlb_hole},
 	{"fallocate-stale", test_fallocate_stale},
 	{"foreign-file", test_foreign_file},
+	{"file-writeback", test_file_writeback},
 };
 
 /* kmod-security [case...]: the cases named, or all of them. */
