@@ -142,6 +142,20 @@ int mt_info(int fd, struct mreg_info *info)
 	return mt_ioctl(fd, MREG_IOC_INFO, info);
 }
 
+int mt_memfd_pins(int fd)
+{
+	struct mreg_info info;
+
+	return !mt_info(fd, &info) && (info.caps & MREG_CAP_MEMFD);
+}
+
+void mt_require_memfd(int fd)
+{
+	if (!mt_memfd_pins(fd))
+		mt_skip("memfd pins need memfd_pin_folios() (Linux 6.11): "
+			"MREG_CAP_MEMFD is clear");
+}
+
 void *mt_map(size_t len, size_t align)
 {
 	size_t span = len + align;

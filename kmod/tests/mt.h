@@ -57,6 +57,10 @@ int mt_read(int fd, uint32_t handle, uint64_t off, uint64_t len, void *dst);
 /* Returns the extents of @handle in a malloc()ed array, or NULL + *n=0. */
 struct mreg_extent *mt_query(int fd, uint32_t handle, uint64_t *n);
 int mt_info(int fd, struct mreg_info *info);
+/* MREG_CAP_MEMFD: memfd pins and the memfd bench (6.11 and later). */
+int mt_memfd_pins(int fd);
+/* Skip, saying why, where there are none. */
+void mt_require_memfd(int fd);
 
 /* Memory. */
 void *mt_map(size_t len, size_t align);

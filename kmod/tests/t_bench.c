@@ -74,11 +74,18 @@ int main(void)
 		mt_folio_census(buf, LEN, hist, &nfolios);
 		h = hist;
 	}
-	for (v = 0; v < sizeof(variants) / sizeof(variants[0]); v++)
+	for (v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+		if (variants[v].method == MREG_BENCH_MEMFD_PIN_FOLIOS &&
+		    !mt_memfd_pins(fd)) {
+			printf("%-24s not run: no MREG_CAP_MEMFD (6.11)\n",
+			       variants[v].name);
+			continue;
+		}
 		for (rw = 0; rw <= MREG_BENCH_FLAG_WRITE; rw++)
 			for (p = 0; p < 4; p++)
 				one(fd, &variants[v], rw, ppcs[p], buf, mfd, h,
 				    nfolios);
+	}
 	close(fd);
 	printf("PASS bench\n");
 	return 0;

@@ -118,6 +118,7 @@ int main(void)
 	int m;
 
 	fd = mt_open();
+	mt_require_memfd(fd);
 	mt_pins(&a0, &r0);
 	m = filled(memfd_create("mreg-mode", MFD_CLOEXEC));
 	check_modes("memfd", m);

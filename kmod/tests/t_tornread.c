@@ -147,11 +147,22 @@ static void torn_once(int fd, int zap, uint32_t flags)
 	printf("  %s, %s pin: word0 0x%08x (old 0x%08x, new 0x%08x)\n",
 	       zap ? "zapped page" : "written page",
 	       flags ? "read-only" : "read-write", torn, old, NEW_WORD);
-	MT_CHECK(torn == want, "word0 0x%08x, want 0x%08x: byte 0 before the "
-		 "store, bytes 1..3 after", torn, want);
+	/*
+	 * rep movsb (6.12's copy_to_user) resumes at the faulting byte and
+	 * reads the source anew. 6.1's unrolled copy, where the CPU lacks
+	 * ERMS, had loaded a block into registers and stores it again after
+	 * the fault: the whole word, and the rest of that 64-byte block, are
+	 * from before the store. Either is a copy; a foreign value is not.
+	 */
+	MT_CHECK(torn == want || torn == old,
+		 "word0 0x%08x, want 0x%08x (byte 0 before the store, bytes "
+		 "1..3 after) or 0x%08x (all before)",
+		 torn, want, old);
 	for (c = dst + MT_PAGE + 3; c < dst + 2 * MT_PAGE - 4; c += 4) {
 		memcpy(&torn, c, 4);
-		MT_CHECK(torn == NEW_WORD, "byte %td of the copy is stale",
+		MT_CHECK(torn == NEW_WORD ||
+				 (torn == old && c < dst + MT_PAGE - 1 + 64),
+			 "byte %td of the copy is stale",
 			 c - (dst + MT_PAGE - 1));
 	}
 	MT_CHECK(pinned_pfn(fd, p.out_handle) == mt_pfn(src),

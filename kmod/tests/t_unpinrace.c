@@ -23,7 +23,7 @@
 #define NPAGES 64UL
 #define LEN (NPAGES * MT_PAGE)
 
-static int mfd, memfd;
+static int mfd, memfd, have_memfd;
 static char *region;
 static atomic_uint next_handle;
 static atomic_int stop;
@@ -56,7 +56,7 @@ static void pin_once(unsigned int i)
 	struct mreg_pin p;
 	int ret;
 
-	if (i % 4 == 3)
+	if (i % 4 == 3 && have_memfd)
 		ret = mt_pin(mfd, 0, LEN, MREG_PIN_FLAG_MEMFD, memfd, &p);
 	else
 		ret = mt_pin(mfd, (uintptr_t)region, LEN,
@@ -113,6 +113,7 @@ static void test_race(void)
 	time_t end;
 
 	mfd = mt_open();
+	have_memfd = mt_memfd_pins(mfd);
 	before = mm_pinned();
 	mt_pins(&a0, &r0);
 	pthread_create(&t[0], NULL, unpinner, NULL);
