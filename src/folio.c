@@ -30,6 +30,10 @@
 #define MAX_FOLIO_PAGES (1ull << (MREG_HIST_ORDERS - 1))
 #define KPF_HEAD	(1ull << KPF_COMPOUND_HEAD)
 #define KPF_TAIL	(1ull << KPF_COMPOUND_TAIL)
+#define KPF_ZERO	(1ull << KPF_ZERO_PAGE)
+#define KPF_HUGE_ZERO	(KPF_ZERO | (1ull << KPF_THP))
+/* A folio split or freed under the walk: the walk is done again. */
+#define WALK_TRIES 3
 
 /* Virtually consecutive pages with consecutive PFNs. */
 struct pfn_run {
@@ -54,11 +58,22 @@ struct folio_cursor {
 	uint64_t pages_in;
 };
 
+/* Heads of the large folios counted so far: a folio the range enters
+ * twice (a hole in it, or mapped twice) is one folio. */
+struct head_set {
+	uint64_t *slot; /* open addressing; 0 is empty (PFN 0 is no head) */
+	size_t cap;	/* a power of two */
+	size_t nr;
+};
+
 struct folio_walk {
 	int pagemap_fd;
 	int kpageflags_fd;
 	struct mreg_folio_hist *hist;
 	struct folio_cursor cur;
+	struct head_set heads;
+	uint64_t huge_zero_bytes; /* the huge zero page, PMD-mapped */
+	uint64_t scratch[CHUNK];  /* entries beyond what the range maps */
 	uint64_t entries[CHUNK];
 	uint64_t flags[CHUNK];
 	struct pfn_run runs[CHUNK];
@@ -120,7 +135,7 @@ static const uint64_t *chunk_flags(const struct folio_walk *w, uint64_t pfn)
  */
 static int find_head(struct folio_walk *w, uint64_t pfn, uint64_t *head)
 {
-	uint64_t flags[CHUNK], block = 16, n, i, done = 0;
+	uint64_t *flags = w->scratch, block = 16, n, i, done = 0;
 	int ret;
 
 	while (done < MAX_FOLIO_PAGES && pfn > done) {
@@ -129,20 +144,25 @@ static int find_head(struct folio_walk *w, uint64_t pfn, uint64_t *head)
 		ret = read_all(w->kpageflags_fd, flags, n, pfn - done - n);
 		if (ret)
 			return ret;
-		for (i = n; i-- > 0;)
+		for (i = n; i-- > 0;) {
 			if (flags[i] & KPF_HEAD) {
 				*head = pfn - done - n + i;
 				return 0;
 			}
+			/* Neither head nor tail: split since the tail was read.
+			 */
+			if (!(flags[i] & KPF_TAIL))
+				return -EAGAIN;
+		}
 		done += n;
 		block *= 32;
 	}
-	return -EIO;
+	return -EAGAIN;
 }
 
 static int count_tails_from(struct folio_walk *w, uint64_t pfn, uint64_t *nr)
 {
-	uint64_t flags[CHUNK], block = 1, i;
+	uint64_t *flags = w->scratch, block = 1, i;
 	int n;
 
 	*nr = 0;
@@ -191,6 +211,37 @@ static int folio_pages(struct folio_walk *w, const uint64_t *next_flags,
 	return ret;
 }
 
+static size_t head_hash(uint64_t pfn, size_t cap)
+{
+	return (size_t)((pfn * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+/* Add @head; false if it was there. -ENOMEM as true: count it again. */
+static bool head_set_add(struct head_set *s, uint64_t head)
+{
+	size_t i;
+
+	if (2 * (s->nr + 1) > s->cap) {
+		struct head_set big = {.cap = s->cap ? 2 * s->cap : 1024};
+
+		big.slot = calloc(big.cap, sizeof(*big.slot));
+		if (!big.slot)
+			return true;
+		for (i = 0; i < s->cap; i++)
+			if (s->slot[i])
+				head_set_add(&big, s->slot[i]);
+		free(s->slot);
+		*s = big;
+	}
+	for (i = head_hash(head, s->cap); s->slot[i];
+	     i = (i + 1) & (s->cap - 1))
+		if (s->slot[i] == head)
+			return false;
+	s->slot[i] = head;
+	s->nr++;
+	return true;
+}
+
 /* @next_flags: the kpageflags of the page after the cursor's last, if known. */
 static int close_folio(struct folio_walk *w, const uint64_t *next_flags)
 {
@@ -208,7 +259,8 @@ static int close_folio(struct folio_walk *w, const uint64_t *next_flags)
 	order = mreg_ilog2(nr);
 	if (order >= MREG_HIST_ORDERS || !is_pow2(nr))
 		return -EAGAIN; /* a folio split or freed under the walk */
-	h->folios[order]++;
+	if (nr == 1 || head_set_add(&w->heads, w->cur.head))
+		h->folios[order]++;
 	h->bytes[order] += w->cur.pages_in * h->page_size;
 	return 0;
 }
@@ -241,6 +293,15 @@ static int walk_page(struct folio_walk *w, uint64_t pfn, const uint64_t *flags)
 	struct folio_cursor *c = &w->cur;
 	int ret;
 
+	/* The shared zero page, or the huge one: read, never written, and
+	 * no memory of the range's own. */
+	if (*flags & KPF_ZERO) {
+		ret = close_folio(w, NULL);
+		w->hist->unbacked_bytes += w->hist->page_size;
+		if ((*flags & KPF_HUGE_ZERO) == KPF_HUGE_ZERO)
+			w->huge_zero_bytes += w->hist->page_size;
+		return ret;
+	}
 	if (c->open && pfn == c->last + 1 && (*flags & KPF_TAIL)) {
 		c->last = pfn;
 		c->pages_in++;
@@ -465,7 +526,8 @@ static int pmd_mapped_smaps(uint64_t start, uint64_t end, uint64_t *bytes,
 			    bool *exact)
 {
 	struct smaps_vma v = {0};
-	char line[512];
+	char *line = NULL;
+	size_t cap = 0;
 	uint64_t kb;
 	FILE *f;
 
@@ -474,7 +536,7 @@ static int pmd_mapped_smaps(uint64_t start, uint64_t end, uint64_t *bytes,
 	f = fopen("/proc/self/smaps", "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
+	while (getline(&line, &cap, f) > 0) {
 		unsigned long long lo, hi;
 
 		if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2 &&
@@ -486,17 +548,27 @@ static int pmd_mapped_smaps(uint64_t start, uint64_t end, uint64_t *bytes,
 		}
 	}
 	smaps_add(&v, start, end, bytes, exact);
+	free(line);
 	fclose(f);
 	return 0;
 }
 
+/*
+ * @huge_zero: bytes of the range the walk found on the huge zero page,
+ * which PAGEMAP_SCAN counts as PMD-mapped and smaps does not: no memory
+ * of the range's own is mapped there.
+ */
 static int pmd_mapped_bytes(int pagemap_fd, uint64_t start, uint64_t end,
-			    struct mreg_folio_hist *hist)
+			    uint64_t huge_zero, struct mreg_folio_hist *hist)
 {
 	bool exact;
 	int ret;
 
 	ret = pmd_mapped(pagemap_fd, start, end, &hist->pmd_mapped_bytes);
+	if (!ret)
+		hist->pmd_mapped_bytes -= huge_zero < hist->pmd_mapped_bytes
+						  ? huge_zero
+						  : hist->pmd_mapped_bytes;
 	if (ret != -ENOTTY && ret != -EINVAL)
 		return ret;
 	ret = pmd_mapped_smaps(start, end, &hist->pmd_mapped_bytes, &exact);
@@ -505,12 +577,30 @@ static int pmd_mapped_bytes(int pagemap_fd, uint64_t start, uint64_t end,
 	return ret;
 }
 
+static int walk_once(struct folio_walk *w, uint64_t start, size_t len)
+{
+	uint64_t page = w->hist->page_size;
+	struct mreg_folio_hist *h = w->hist;
+	uint32_t size = h->size, page_size = h->page_size;
+
+	/* A retry starts from nothing. */
+	memset(h, 0, sizeof(*h));
+	h->size = size;
+	h->page_size = page_size;
+	w->cur.open = false;
+	w->heads.nr = 0;
+	if (w->heads.slot)
+		memset(w->heads.slot, 0, w->heads.cap * sizeof(*w->heads.slot));
+	w->huge_zero_bytes = 0;
+	return walk_pages(w, start / page, (len + page - 1) / page);
+}
+
 static int verify_exact(const void *addr, size_t len,
 			struct mreg_folio_hist *hist, bool want_pmd)
 {
-	uint64_t page = hist->page_size, start = (uintptr_t)addr;
+	uint64_t start = (uintptr_t)addr;
 	struct folio_walk *w;
-	int ret = -EPERM;
+	int ret = -EPERM, tries = 0;
 
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -520,10 +610,18 @@ static int verify_exact(const void *addr, size_t len,
 	w->kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
 	if (w->pagemap_fd < 0 || w->kpageflags_fd < 0)
 		goto out;
+	do
+		ret = walk_once(w, start, len);
+	while (ret == -EAGAIN && ++tries < WALK_TRIES);
+	if (ret == -EAGAIN)
+		ret = mreg_fail(ret,
+				"verify: the folios of %p len %zu kept "
+				"changing during %d walks",
+				addr, len, WALK_TRIES);
 	hist->method = MREG_VERIFY_EXACT;
-	ret = walk_pages(w, start / page, (len + page - 1) / page);
 	if (!ret && want_pmd)
-		ret = pmd_mapped_bytes(w->pagemap_fd, start, start + len, hist);
+		ret = pmd_mapped_bytes(w->pagemap_fd, start, start + len,
+				       w->huge_zero_bytes, hist);
 out:
 	if (ret)
 		hist->method = MREG_VERIFY_NONE;
@@ -531,6 +629,7 @@ out:
 		close(w->pagemap_fd);
 	if (w->kpageflags_fd >= 0)
 		close(w->kpageflags_fd);
+	free(w->heads.slot);
 	free(w);
 	return ret;
 }

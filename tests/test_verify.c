@@ -7,7 +7,8 @@
  * kpageflags back to the folio's head and forward over its tails. The
  * library's walk reads each entry once and must give the same histogram,
  * for every folio size and backing, for ranges that start and end in the
- * middle of folios, and with holes.
+ * middle of folios, with holes (a folio entered twice is one folio), and
+ * on the zero page (no memory of the range's own: unbacked).
  *
  * Kernels before 6.7 have no PAGEMAP_SCAN: this test then makes the
  * ioctl fail with ENOTTY, as those kernels do, and checks that the smaps
@@ -59,7 +60,24 @@ struct oracle {
 	uint64_t head;
 	uint64_t nr;
 	uint64_t last_pfn;
+	uint64_t seen[1 << 16]; /* heads of large folios counted */
+	size_t nr_seen;
 };
+
+/* Each large folio counts once, however often the range enters it. */
+static bool first_entry(struct oracle *o)
+{
+	size_t i;
+
+	if (o->nr == 1)
+		return true;
+	for (i = 0; i < o->nr_seen; i++)
+		if (o->seen[i] == o->head)
+			return false;
+	if (o->nr_seen < sizeof(o->seen) / sizeof(o->seen[0]))
+		o->seen[o->nr_seen++] = o->head;
+	return true;
+}
 
 static uint64_t read_u64(int fd, uint64_t index)
 {
@@ -87,11 +105,13 @@ static void oracle_folio(struct oracle *o, uint64_t pfn)
 
 static int oracle_walk(const void *addr, size_t len, struct mreg_folio_hist *h)
 {
-	struct oracle o = {0};
+	static struct oracle o;
 	uint64_t v, e, pfn;
 	bool in = false;
 
+	memset(&o, 0, sizeof(o));
 	memset(h, 0, sizeof(*h));
+	h->page_size = PAGE;
 	o.pagemap = open("/proc/self/pagemap", O_RDONLY);
 	o.kpageflags = open("/proc/kpageflags", O_RDONLY);
 	if (o.pagemap < 0 || o.kpageflags < 0)
@@ -99,16 +119,18 @@ static int oracle_walk(const void *addr, size_t len, struct mreg_folio_hist *h)
 	for (v = (uintptr_t)addr; v < (uintptr_t)addr + len; v += PAGE) {
 		e = read_u64(o.pagemap, v / PAGE);
 		pfn = e & PM_PFN_MASK;
-		if (!(e & PM_PRESENT)) {
+		/* No page, or the (huge) zero page: nothing of its own. */
+		if (!(e & PM_PRESENT) ||
+		    (read_u64(o.kpageflags, pfn) & (1ull << KPF_ZERO_PAGE))) {
 			h->unbacked_bytes += PAGE;
 			in = false;
 			continue;
 		}
-		/* A new folio each time the walk enters one, as the library. */
 		if (!in || pfn != o.last_pfn + 1 || pfn < o.head ||
 		    pfn >= o.head + o.nr) {
 			oracle_folio(&o, pfn);
-			h->folios[__builtin_ctzll(o.nr)]++;
+			if (first_entry(&o))
+				h->folios[__builtin_ctzll(o.nr)]++;
 		}
 		h->bytes[__builtin_ctzll(o.nr)] += PAGE;
 		o.last_pfn = pfn;
@@ -236,6 +258,43 @@ static int check_shared(void)
 	return T_PASS;
 }
 
+/* Read, never written: the zero page, or the huge one, backs it. */
+static int check_zero_pages(void)
+{
+	size_t len = 4 * t_pmd_size(), i;
+	struct mreg_folio_hist h = {.size = sizeof(h)};
+	uint8_t *map, *p;
+	int advice[] = {MADV_NOHUGEPAGE, MADV_HUGEPAGE}, a, ret = T_PASS;
+	volatile uint8_t sum = 0;
+
+	for (a = 0; a < 2 && !ret; a++) {
+		map = mmap(NULL, len + t_pmd_size(), PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		T_CHECK(map != MAP_FAILED, "mmap");
+		p = (uint8_t *)(((uintptr_t)map + t_pmd_size() - 1) &
+				~(t_pmd_size() - 1));
+		madvise(p, len, advice[a]);
+		for (i = 0; i < len; i += PAGE)
+			sum += p[i];
+		ret = check_range(a ? "huge zero page" : "zero page", p, len);
+		if (!ret)
+			ret = check_pmd_fallback("zero pages", p, len, false);
+		if (!ret) {
+			mreg_verify_range(p, len, &h);
+			T_CHECK(h.unbacked_bytes == len && !h.pmd_mapped_bytes,
+				"%s: %" PRIu64 " unbacked, %" PRIu64
+				" PMD-mapped of %zu",
+				a ? "huge zero page" : "zero page",
+				h.unbacked_bytes, h.pmd_mapped_bytes, len);
+			printf("  %-10s read only: unbacked, as the oracle "
+			       "says\n",
+			       a ? "huge zero" : "zero");
+		}
+		munmap(map, len + t_pmd_size());
+	}
+	return ret;
+}
+
 int main(void)
 {
 	int ret;
@@ -246,5 +305,7 @@ int main(void)
 	ret = t_each_anon_folio(check_case);
 	if (!ret)
 		ret = check_shared();
+	if (!ret)
+		ret = check_zero_pages();
 	return ret;
 }

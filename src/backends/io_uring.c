@@ -9,7 +9,10 @@
  * there holds one region at a time, its table being the region's slices.
  * Re-registering every region whenever one changes was the alternative:
  * rejected, since each registration would then pin the others again, and
- * its time would no longer be the region's own.
+ * its time would no longer be the region's own. There, registering and
+ * unregistering a table quiesce the ring: they wait for its requests in
+ * flight. (5.13 to 5.18 could take a table of empty slots and update
+ * them; without such a kernel to test on, they are treated as before.)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -48,32 +51,29 @@ static int uring_supported(void)
 	return 1;
 }
 
-/* IORING_REGISTER_BUFFERS2 with no buffers (5.19), tried on a ring of
- * our own, so that an EINVAL from the caller's ring is not taken for it. */
-static bool probe_sparse_tables(void)
-{
-	struct io_uring ring;
-	bool ok;
-
-	if (io_uring_queue_init(1, &ring, 0))
-		return false;
-	ok = !io_uring_register_buffers_sparse(&ring, 1);
-	io_uring_queue_exit(&ring);
-	return ok;
-}
-
-static pthread_once_t sparse_once = PTHREAD_ONCE_INIT;
-static bool sparse_ok;
-
-static void sparse_probe_once(void)
-{
-	sparse_ok = probe_sparse_tables();
-}
+/*
+ * IORING_REGISTER_BUFFERS2 with no buffers (5.19), tried on a ring of
+ * our own, so that an EINVAL from the caller's ring is not taken for it.
+ * Only an answer is kept: a ring that could not be set up (EMFILE,
+ * ENOMEM) says nothing about the kernel, and is asked about again.
+ */
+static pthread_mutex_t sparse_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sparse_known = -1; /* -1 not asked yet, else 0 or 1 */
 
 static bool mreg_uring_sparse_tables(void)
 {
-	pthread_once(&sparse_once, sparse_probe_once);
-	return sparse_ok;
+	struct io_uring ring;
+	int known;
+
+	pthread_mutex_lock(&sparse_lock);
+	known = sparse_known;
+	if (known < 0 && !io_uring_queue_init(1, &ring, 0)) {
+		known = !io_uring_register_buffers_sparse(&ring, 1);
+		io_uring_queue_exit(&ring);
+		sparse_known = known;
+	}
+	pthread_mutex_unlock(&sparse_lock);
+	return known == 1;
 }
 
 static int ring_open(struct uring_domain *u,
