@@ -4,9 +4,9 @@
 #   tests/vm/run.sh BUILD_DIR [mreg-vm run options...]
 # The payload holds the test binaries (built on the host, their shared
 # libraries copied by the harness) and the wrappers in tests/vm/tests/.
-# With --stock NAME (one of Debian's stock kernels, mreg-vm kernel-stock),
-# mreg.ko is built for that kernel here; without, kmod/mreg.ko (6.12) is
-# taken as it is.
+# On one of Debian's stock kernels (--stock NAME, mreg-vm kernel-stock;
+# 6.12 by default) mreg.ko is built for that kernel here; with --kernel
+# (a kernel of our own) kmod/mreg.ko is taken as it is.
 set -euo pipefail
 
 build=$(cd "${1:?usage: tests/vm/run.sh BUILD_DIR [options]}" && pwd)
@@ -14,11 +14,13 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 payload=$build/vm-payload
 
-STOCK=''
+STOCK='' custom=''
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
 	[ "${args[i]}" != --stock ] || STOCK=${args[i + 1]:-}
+	[ "${args[i]}" != --kernel ] || custom=1
 done
+[ -n "$STOCK$custom" ] || STOCK=${MREG_STOCK:-6.12}
 
 # mreg.ko for stock kernel $STOCK, from its Debian headers; none where it
 # cannot be built here, and the kmod tests then say why.
@@ -67,7 +69,7 @@ make_payload() {
 	[ "${MREG_SUPPORT_TABLE:-}" = none ] ||
 		cp "$here/../../docs/results/support.tsv" "$payload/root/mreg/share/" 2>/dev/null || true
 	mkdir -p "$payload/ko"
-	if [ -n "$STOCK" ] && [ "$STOCK" != 6.12 ]; then
+	if [ -n "$STOCK" ]; then
 		stock_module "$payload/ko/mreg.ko"
 	elif [ -e "$here/../../kmod/mreg.ko" ]; then
 		cp "$here/../../kmod/mreg.ko" "$payload/ko/"
