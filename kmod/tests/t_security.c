@@ -888,10 +888,15 @@ static void test_file_writeback(void)
 	int fd = mt_open(), f;
 
 	mkdir(EXT2_DIR, 0755);
-	if (system("modprobe -q loop; modprobe -q ext4; modprobe -q ext2; "
-		   "dd if=/dev/zero of=" EXT2_IMG " bs=1M count=4 2>/dev/null && "
-		   "mke2fs -q -F " EXT2_IMG " >/dev/null 2>&1 && "
-		   "mount -o loop " EXT2_IMG " " EXT2_DIR))
+	if (system("modprobe loop; modprobe ext4; "
+		   "dd if=/dev/zero of=" EXT2_IMG " bs=1M count=4 2>/dev/null "
+		   "|| { echo 'ext2 setup: dd failed'; exit 1; }; "
+		   "mke2fs -q -F " EXT2_IMG
+		   " || { echo 'ext2 setup: mke2fs failed'; exit 1; }; "
+		   "mount -t ext2 -o loop " EXT2_IMG " " EXT2_DIR
+		   " || { echo 'ext2 setup: mount -o loop failed'; "
+		   "ls /dev/loop* 2>&1 | head -3; grep ext /proc/filesystems;"
+		   " exit 1; }"))
 		mt_skip("no ext2 on a loop device in this guest (loop, ext4, "
 			"mke2fs)");
 	f = open(EXT2_DIR "/file", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
