@@ -44,12 +44,13 @@ run_suite() {
 		2>/dev/null || true
 }
 
-# One line per test: kernel, suite, test, PASS/FAIL/SKIP and the reason.
+# One line per test: kernel, suite, test, PASS/FAIL/SKIP and the reason;
+# every kernel with results in BUILD_DIR/kernels, this run's or earlier.
 results_table() {
 	local name kind line
 	echo "| kernel | suite | test | result |"
 	echo "|---|---|---|---|"
-	for name in $NAMES; do
+	for name in 5.10 6.1 6.12 7.3; do
 		for kind in library kmod; do
 			[ -f "$OUT/$name/$kind/console.log" ] || continue
 			grep -a '^MREG-RESULT ' "$OUT/$name/$kind/console.log" |
@@ -67,9 +68,10 @@ write_kernels_md() {
 		echo
 		echo "Written by \`make test-kernels\` (scripts/test-kernels.sh) on"
 		echo "$(date -u +%Y-%m-%d), commit $(git -C "$TOP" rev-parse --short HEAD)."
-		echo "Every test passes or skips with the reason; the summary per run:"
+		echo "Every test passes or skips with the reason; the summary per run"
+		echo "(kernels not run this time keep their last results):"
 		echo
-		for name in $NAMES; do
+		for name in 5.10 6.1 6.12 7.3; do
 			for kind in library kmod; do
 				[ -f "$OUT/$name/$kind/run.log" ] || continue
 				echo "- $name $kind: $(grep -a 'passed.*failed' "$OUT/$name/$kind/run.log" | tail -n 1 | sed 's/^mreg-vm: //')"
