@@ -48,7 +48,7 @@ int main(void)
 	t_init("test_iommufd");
 	if (!mreg_backend_supported(MREG_BACKEND_IOMMUFD))
 		return t_skip("no /dev/iommu: kernel without CONFIG_IOMMUFD "
-			      "(Debian's 6.12 has none)");
+			      "(iommufd is Linux 6.2; Debian builds none)");
 	if (t_vfio_device(bdf, sizeof(bdf)))
 		return t_skip("no device bound to vfio-pci");
 	if (geteuid())
