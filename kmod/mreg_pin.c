@@ -242,37 +242,91 @@ static bool mreg_pages_dirty_tracked(struct page **pages, unsigned long nr)
 	return false;
 }
 
+/*
+ * A read-only long-term pin must hold the page the process maps, now and
+ * after its next write.  Recent GUP unshares the shared zero page of a
+ * private mapping for such a pin (FAULT_FLAG_UNSHARE); 6.1's pins the
+ * zero page itself, and the process's first write maps another page the
+ * pin never sees (kmod-tornread's read-only pin of a zapped page).  So a
+ * read-only pin that got the zero page is undone, each such page gets a
+ * write fault where the mapping allows one (a private copy, no data
+ * written), and the pin is taken again.  A read-only mapping keeps the
+ * zero page, which is then what it maps for good.  Where GUP unshares
+ * itself, this is one pass over the pinned pages, finding nothing.
+ */
+static bool mreg_pinned_zero_page(struct page **pages, unsigned long nr)
+{
+	unsigned long i;
+
+	for (i = 0; i < nr; i++)
+		if (is_zero_pfn(page_to_pfn(pages[i])))
+			return true;
+	return false;
+}
+
+static int mreg_unshare_zero_pages(struct page **pages, unsigned long nr,
+				   unsigned long addr)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long i;
+	int ret = 0;
+
+	mmap_read_lock(mm);
+	for (i = 0; i < nr && !ret; i++) {
+		if (!is_zero_pfn(page_to_pfn(pages[i])))
+			continue;
+		ret = fixup_user_fault(mm, addr + (i << PAGE_SHIFT),
+				       FAULT_FLAG_WRITE, NULL);
+		if (ret == -EFAULT)
+			ret = 0; /* not writable: the zero page stays */
+	}
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+static long mreg_pin_range(struct mreg_pin_obj *pin, unsigned long addr,
+			   unsigned int gup_flags, unsigned long *done)
+{
+	long n;
+
+	*done = 0;
+	while (*done < pin->nr_pages) {
+		n = min(pin->nr_pages - *done, MREG_PIN_BATCH);
+		n = pin_user_pages_fast(addr + (*done << PAGE_SHIFT), n,
+					gup_flags, pin->pages + *done);
+		if (n <= 0)
+			return n ? n : -EFAULT;
+		*done += n;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+	return 0;
+}
+
 static int mreg_pin_user(struct mreg_pin_obj *pin, unsigned long addr)
 {
 	unsigned int gup_flags = FOLL_LONGTERM;
-	unsigned long done = 0;
+	unsigned long done;
 	long n;
 
 	if (pin->writable)
 		gup_flags |= FOLL_WRITE;
-	while (done < pin->nr_pages) {
-		n = min(pin->nr_pages - done, MREG_PIN_BATCH);
-		n = pin_user_pages_fast(addr + (done << PAGE_SHIFT), n,
-					gup_flags, pin->pages + done);
-		if (n <= 0)
-			goto err_unpin;
-		done += n;
-		if (fatal_signal_pending(current)) {
-			n = -EINTR;
-			goto err_unpin;
-		}
-		cond_resched();
+	n = mreg_pin_range(pin, addr, gup_flags, &done);
+	if (!n && !pin->writable && mreg_pinned_zero_page(pin->pages, done)) {
+		n = mreg_unshare_zero_pages(pin->pages, done, addr);
+		mreg_unpin_page_array(pin->pages, done, false);
+		done = 0;
+		if (!n)
+			n = mreg_pin_range(pin, addr, gup_flags, &done);
 	}
-	if (pin->writable && mreg_pages_dirty_tracked(pin->pages, done)) {
+	if (!n && pin->writable && mreg_pages_dirty_tracked(pin->pages, done))
 		n = -EFAULT;
-		goto err_unpin;
-	}
-	return 0;
-
-err_unpin:
+	if (!n)
+		return 0;
 	/* Nobody could have written them through the pin: not dirtied. */
 	mreg_unpin_page_array(pin->pages, done, false);
-	return n ? n : -EFAULT;
+	return n;
 }
 
 /*
