@@ -894,7 +894,7 @@ static void test_file_writeback(void)
 		   "2>/dev/null || modprobe crc32c_cryptoapi 2>/dev/null; "
 		   "dd if=/dev/zero of=" EXT2_IMG " bs=1M count=4 2>/dev/null "
 		   "|| { echo 'ext2 setup: dd failed'; exit 1; }; "
-		   "mke2fs -q -F " EXT2_IMG
+		   "mke2fs -q -F " EXT2_IMG " >/dev/null"
 		   " || { echo 'ext2 setup: mke2fs failed'; exit 1; }; "
 		   /* The guest's /dev is not devtmpfs: make the node. */
 		   "[ -b /dev/loop7 ] || mknod /dev/loop7 b 7 7; "
