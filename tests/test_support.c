@@ -153,6 +153,17 @@ static const char *uring_mode(struct mreg_domain *d, struct mreg_buf *buf)
 	return ", sparse buffer table";
 }
 
+/* No /dev/mreg, and the harness said why (MREG_KMOD_WHY): say that. */
+static bool no_module(const char *feature)
+{
+	const char *why = getenv("MREG_KMOD_WHY");
+
+	if (!access("/dev/mreg", F_OK) || !why || !*why)
+		return false;
+	answer(feature, "no: %s", why);
+	return true;
+}
+
 static void probe_backend(const char *feature, enum mreg_backend backend,
 			  struct mreg_buf *buf)
 {
@@ -162,6 +173,8 @@ static void probe_backend(const char *feature, enum mreg_backend backend,
 	uint64_t ns;
 	int ret;
 
+	if (backend == MREG_BACKEND_KMOD && no_module(feature))
+		return;
 	ret = open_domain(backend, &d);
 	if (ret == 1) {
 		answer(feature, "no: no device bound to vfio-pci");
@@ -186,8 +199,11 @@ static void probe_backend(const char *feature, enum mreg_backend backend,
 static void probe_kmod_caps(void)
 {
 	struct mreg_info info = {.size = sizeof(info)};
-	int fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
+	int fd;
 
+	if (no_module("mreg.ko"))
+		return;
+	fd = open("/dev/mreg", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		answer("mreg.ko", "no: /dev/mreg: %s", strerror(errno));
 		return;
@@ -215,6 +231,8 @@ static void probe_cache(const char *feature, enum mreg_cache_monitor mon,
 	struct mreg_region *r;
 	int ret;
 
+	if (mon == MREG_CACHE_MONITOR_KMOD && no_module(feature))
+		return;
 	if (mreg_domain_open(&da, &d)) {
 		answer(feature, "no: %s", reason());
 		return;

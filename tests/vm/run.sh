@@ -29,16 +29,17 @@ stock_module() {
 	lines=$("$here/../guest/mreg-vm" kernel-stock "$STOCK")
 	kver=$(sed -n 's/^KRELEASE=//p' <<<"$lines")
 	kdir=$(sed -n 's/^HEADERS=//p' <<<"$lines")
+	local why=''
 	case $STOCK in
-	5.10)
-		echo "tests/vm/run.sh: no mreg.ko for 5.10: it needs Linux 6.1 (folios)" >&2
-		return 0
-		;;
-	7.3)
-		echo "tests/vm/run.sh: no mreg.ko for 7.3 here: Debian's 7.3 headers need gcc-14, this host has gcc-12" >&2
-		return 0
-		;;
+	5.10) why="mreg.ko needs Linux 6.1 (folios)" ;;
+	7.3) why="mreg.ko not built here: Debian's 7.3 headers need gcc-14, this host has gcc-12" ;;
 	esac
+	if [ -n "$why" ]; then
+		echo "tests/vm/run.sh: no mreg.ko for $STOCK: $why" >&2
+		# For the support probe's table (tests/vm/tests/mreg-support).
+		echo "$why" >"$payload/root/mreg/share/no-mreg-ko"
+		return 0
+	fi
 	KVER=$kver KDIR=$kdir MREG_KO_OUT="$out" "$here/../../kmod/build.sh" build >&2
 }
 
