@@ -181,11 +181,6 @@ static int count_tails_from(struct folio_walk *w, uint64_t pfn, uint64_t *nr)
 	return 0;
 }
 
-static bool is_pow2(uint64_t x)
-{
-	return x && !(x & (x - 1));
-}
-
 /*
  * The size of the cursor's folio, in pages. Folios are naturally aligned,
  * so one whose pages seen so far are a power of two n at a head not aligned
@@ -200,7 +195,8 @@ static int folio_pages(struct folio_walk *w, const uint64_t *next_flags,
 	int ret;
 
 	*nr = seen;
-	if (seen >= MAX_FOLIO_PAGES || (is_pow2(seen) && c->head % (2 * seen)))
+	if (seen >= MAX_FOLIO_PAGES ||
+	    (mreg_is_pow2(seen) && c->head % (2 * seen)))
 		return 0;
 	if (!next_flags)
 		next_flags = chunk_flags(w, c->last + 1);
@@ -257,7 +253,7 @@ static int close_folio(struct folio_walk *w, const uint64_t *next_flags)
 	if (ret)
 		return ret;
 	order = mreg_ilog2(nr);
-	if (order >= MREG_HIST_ORDERS || !is_pow2(nr))
+	if (order >= MREG_HIST_ORDERS || !mreg_is_pow2(nr))
 		return -EAGAIN; /* a folio split or freed under the walk */
 	if (nr == 1 || head_set_add(&w->heads, w->cur.head))
 		h->folios[order]++;
