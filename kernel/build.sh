@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Build the mreg guest kernels from Debian's linux-source-6.12 (6.12.117).
+# Build the mreg guest kernels from Debian's linux-source-6.12 (6.12.117)
+# or linux-source-7.3 (7.3.4), with the series for that base.
+#
+#   kernel/build.sh [--base 6.12|7.3] COMMAND...
+#
+# --base picks the tree and the series: 6.12 (the default: the LTS
+# backport, kernel/series/6.12, built under build/kernel) or 7.3 (the
+# series for upstream, kernel/series/7.3, built under build/kernel/7.3).
+# "check" without --base checks both series.
 #
 #   kernel/build.sh source    install deps, unpack the tree to build/kernel/src
 #   kernel/build.sh config    write the shared .config (defconfig + fragments)
 #   kernel/build.sh stock     build the baseline kernel        -> build/kernel/stock
-#   kernel/build.sh patched   build with kernel/patches applied -> build/kernel/patched
+#   kernel/build.sh patched   build with the base's series applied -> build/kernel/patched
 #   kernel/build.sh debug     patched + DEBUG_VM/PROVE_LOCKING/KASAN, from
 #                             its own tree              -> build/kernel/debug
 #   kernel/build.sh all       stock, patched and debug
@@ -44,17 +52,37 @@
 # only the objects the series touches miss the cache.
 set -euo pipefail
 
-KVER=6.12.117
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KDIR=$ROOT/kernel
-OUT=$ROOT/build/kernel
-SRC=$OUT/src
+BASES="6.12 7.3"
+# KBASE in the environment picks the base as --base does.
+KBASE_ENV=${KBASE:-}
+KBASE=${KBASE:-6.12}
+
 # The source is pinned to the exact Debian upload, as the stock guest
-# kernel is (tests/guest/lib/kernel.sh): the archive's linux-source-6.12
+# kernels are (tests/guest/lib/kernel.sh): the archive's linux-source-6.12
 # moves with every point release (6.12.118 on 2026-12-02), and the series
-# and every stock-vs-patched figure are against 6.12.117.
-SRC_DEB=linux-source-6.12=6.12.117-1~deb12u1
-TARBALL=$OUT/linux-source-$KVER.tar.xz
+# and every stock-vs-patched figure are against 6.12.117. 7.3 comes from
+# trixie-backports through the same private apt state that fetches the
+# stock guest kernels, so the host's apt configuration is never touched.
+# 6.12 keeps build/kernel as its output directory, as before 7.3 existed.
+select_base() {
+	case $KBASE in
+	6.12)
+		KVER=6.12.117 SRC_PKG=linux-source-6.12
+		SRC_VER=6.12.117-1~deb12u1 SRC_APT=host OUT=$ROOT/build/kernel
+		;;
+	7.3)
+		KVER=7.3.4 SRC_PKG=linux-source-7.3
+		SRC_VER=7.3.4-1~bpo13+1 SRC_APT=private
+		OUT=$ROOT/build/kernel/7.3
+		;;
+	*) die "unknown base '$KBASE' (have: $BASES)" ;;
+	esac
+	SERIES_DIR=$KDIR/series/$KBASE
+	SRC=$OUT/src
+	TARBALL=$OUT/linux-source-$KVER.tar.xz
+}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/mreg/ccache}
 JOBS=${JOBS:-$(nproc)}
 DEPS=(build-essential bc bison flex libelf-dev libssl-dev
@@ -62,6 +90,13 @@ DEPS=(build-essential bc bison flex libelf-dev libssl-dev
 
 log() { printf '[kernel] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# stock_apt: apt-get with the guest harness's private sources (trixie-
+# backports for linux-source-7.3).
+# shellcheck disable=SC2034 # read by kernel.sh's stock_apt
+MREG_BUILD=$ROOT/build
+# shellcheck source=tests/guest/lib/kernel.sh
+. "$ROOT/tests/guest/lib/kernel.sh"
 
 # Install only what is missing; apt-get update only when an install is due.
 # The lock timeout matters: other helpers run apt on this machine too.
@@ -78,23 +113,30 @@ install_deps() {
 		install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# Unpack into $1 (a fresh directory) and check the version we get is the
-# one the series is written against.
+# apt-get download of the pinned source package, from the host's sources
+# (6.12) or the private ones (7.3), updating the lists once if needed.
+download_source() {
+	local apt=(apt-get) want=$SRC_PKG=$SRC_VER
+	[[ $SRC_APT == host ]] || apt=(stock_apt)
+	"${apt[@]}" download -q "$want" ||
+		{ "${apt[@]}" update -qq && "${apt[@]}" download -q "$want"; }
+}
+
 # The pinned source tarball, from the .deb that kmod/build.sh caches too.
 source_tarball() {
 	local debs=$ROOT/build/cache/debs deb
 	[[ -f $TARBALL ]] && return 0
 	mkdir -p "$debs" "$OUT"
-	deb=$(compgen -G "$debs/linux-source-6.12_$KVER-*.deb" | head -n1 || true)
-	if [[ -z $deb ]]; then
-		(cd "$debs" && { apt-get download -q "$SRC_DEB" ||
-			{ apt-get update -qq && apt-get download -q "$SRC_DEB"; }; }) >&2
-		deb=$(compgen -G "$debs/linux-source-6.12_$KVER-*.deb" | head -n1)
-	fi
+	deb=$debs/${SRC_PKG}_${SRC_VER}_all.deb
+	[[ -f $deb ]] || (cd "$debs" && download_source) >&2
+	[[ -f $deb ]] || die "no $deb after apt-get download"
 	dpkg-deb --fsys-tarfile "$deb" |
-		tar -xO ./usr/src/linux-source-6.12.tar.xz >"$TARBALL.tmp"
+		tar -xO "./usr/src/$SRC_PKG.tar.xz" >"$TARBALL.tmp"
 	mv "$TARBALL.tmp" "$TARBALL"
 }
+
+# Unpack into $1 (a fresh directory) and check the version we get is the
+# one the series is written against.
 
 unpack_tree() {
 	local dest=$1 ver
@@ -162,14 +204,14 @@ cmd_config() {
 }
 
 series() {
-	ls "$KDIR"/patches/0[0-9][0-9][0-9]-*.patch 2>/dev/null |
+	ls "$SERIES_DIR"/0[0-9][0-9][0-9]-*.patch 2>/dev/null |
 		grep -v 0000-cover-letter || true
 }
 
 # Apply the series to the tree; a trap reverses it whatever happens, so
-# the tree goes back to pristine 6.12.117 for the next stock build. The
+# the tree goes back to the pristine base for the next stock build. The
 # applied patches are kept in the tree, and the revert uses those copies:
-# the series in kernel/patches may be edited while a long build runs.
+# the series in kernel/series may be edited while a long build runs.
 apply_series() {
 	local p applied=$SRC/.mreg-applied n=${1:-1000}
 	[[ ! -d $applied ]] || revert_series
@@ -332,8 +374,8 @@ cmd_check() {
 		"$tree"/scripts/checkpatch.pl --strict --no-tree -q "$p" ||
 			die "$p: checkpatch --strict"
 	done
-	[[ $n -gt 0 ]] || die "no patches in $KDIR/patches"
-	log "check ok: $n patches in $((SECONDS - start)) s"
+	[[ $n -gt 0 ]] || die "no patches in $SERIES_DIR"
+	log "check ok: $KBASE, $n patches in $((SECONDS - start)) s"
 }
 
 # The selftests' uapi headers come from the tree itself, since Debian 12's
@@ -410,26 +452,35 @@ iommufd_selftest() {
 	local sel=$SRC/tools/testing/selftests tmp=$OUT/iommufd-selftest
 	local dir=$sel/iommu
 	rm -rf "$tmp" && mkdir -p "$tmp/iommu"
-	cp "$dir/iommufd.c" "$tmp/iommu/"
-	sed -e '/\.in_data_type = data_type,/d' \
-	    -e '/if (data_type != IOMMU_HW_INFO_TYPE_DEFAULT)/d' \
-	    -e '/cmd.flags |= IOMMU_HW_INFO_FLAG_INPUT_TYPE;/d' \
-	    -e 's/IOMMU_HW_INFO_TYPE_DEFAULT/IOMMU_HW_INFO_TYPE_NONE/g' \
-	    "$dir/iommufd_utils.h" >"$tmp/iommu/iommufd_utils.h"
-	sed -i -e 's/IOMMU_HW_INFO_TYPE_DEFAULT/IOMMU_HW_INFO_TYPE_NONE/g' \
-	       -e 's/\.pasid_capable = true,/.pasid_capable = false,/' \
-		"$tmp/iommu/iommufd.c"
+	cp "$dir/iommufd.c" "$dir/iommufd_utils.h" "$tmp/iommu/"
+	# 7.3's selftest matches its own uapi and mock driver.
+	[[ $KBASE != 6.12 ]] || iommufd_selftest_612 "$dir" "$tmp/iommu"
 	# The harness kills a test after 30 s of wall time, which the 128 MB
 	# dirty-bitmap tests exceed on the KASAN kernel under TCG.
 	sed 's/^#define TEST_TIMEOUT_DEFAULT 30$/#define TEST_TIMEOUT_DEFAULT 600/' \
 		"$sel/kselftest_harness.h" >"$tmp/kselftest_harness.h"
 	grep -q 'TEST_TIMEOUT_DEFAULT 600' "$tmp/kselftest_harness.h" ||
 		die "kselftest_harness.h: no TEST_TIMEOUT_DEFAULT to raise"
+	local pasid=()
+	[[ $KBASE != 6.12 ]] ||
+		pasid=(-DMOCK_FLAGS_DEVICE_PASID=0 -DMOCK_PASID_WIDTH=0)
 	gcc -O2 -Wall -Wno-unused-function -D_GNU_SOURCE -I"$dir" -I"$sel" \
-		-DMOCK_FLAGS_DEVICE_PASID=0 -DMOCK_PASID_WIDTH=0 \
+		"${pasid[@]}" \
 		-isystem "$OUT/headers/usr/include" -o "$1" "$tmp/iommu/iommufd.c" \
 		-lpthread 2>"$OUT/iommufd.log" ||
 		die "cannot build the iommufd selftest, see $OUT/iommufd.log"
+}
+
+iommufd_selftest_612() {
+	local dir=$1 dst=$2
+	sed -e '/\.in_data_type = data_type,/d' \
+	    -e '/if (data_type != IOMMU_HW_INFO_TYPE_DEFAULT)/d' \
+	    -e '/cmd.flags |= IOMMU_HW_INFO_FLAG_INPUT_TYPE;/d' \
+	    -e 's/IOMMU_HW_INFO_TYPE_DEFAULT/IOMMU_HW_INFO_TYPE_NONE/g' \
+	    "$dir/iommufd_utils.h" >"$dst/iommufd_utils.h"
+	sed -i -e 's/IOMMU_HW_INFO_TYPE_DEFAULT/IOMMU_HW_INFO_TYPE_NONE/g' \
+	       -e 's/\.pasid_capable = true,/.pasid_capable = false,/' \
+		"$dst/iommufd.c"
 }
 
 selftest_libs() {
@@ -664,8 +715,28 @@ summarize_tests() {
 }
 
 main() {
-	local cmd
+	local cmd base_given=0
+	[[ -z $KBASE_ENV ]] || base_given=1
+	if [[ ${1:-} == --base ]]; then
+		KBASE=${2:?--base needs 6.12 or 7.3}
+		base_given=1
+		shift 2
+	elif [[ ${1:-} == --base=* ]]; then
+		KBASE=${1#--base=}
+		base_given=1
+		shift
+	fi
 	[[ $# -gt 0 ]] || usage
+	select_base
+	# check without --base: both series, as CI should.
+	if [[ $1 == check && $base_given == 0 ]]; then
+		for KBASE in $BASES; do
+			(select_base && cmd_check) || exit 1
+		done
+		shift
+		[[ $# -eq 0 ]] || main "$@"
+		return
+	fi
 	if [[ $1 == test || $1 == bench ]]; then
 		cmd=$1
 		shift
@@ -691,7 +762,7 @@ main() {
 }
 
 usage() {
-	sed -n '2,30p' "${BASH_SOURCE[0]}"
+	sed -n '2,38p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 

@@ -19,8 +19,9 @@
  */
 #include <linux/file.h>
 #include <linux/ktime.h>
-#include <linux/memfd.h>
+/* mm.h first: 7.3's memfd.h uses vma_flags_t without including it. */
 #include <linux/mm.h>
+#include <linux/memfd.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/sort.h>

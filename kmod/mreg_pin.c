@@ -21,8 +21,9 @@
 #include <linux/highmem.h>
 #include <linux/hugetlb.h>
 #include <linux/io.h>
-#include <linux/memfd.h>
+/* mm.h first: 7.3's memfd.h uses vma_flags_t without including it. */
 #include <linux/mm.h>
+#include <linux/memfd.h>
 #include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/sched/signal.h>

@@ -1,15 +1,24 @@
 #!/bin/bash
-# Regenerate kernel/patches from the dev tree (see dev-tree.sh) with
+# Regenerate kernel/series/<base> from the dev tree (see dev-tree.sh) with
 # git format-patch --cover-letter, and check every patch with
 # checkpatch.pl --strict. The cover letter's subject and text are taken
 # from a file (first line subject, then the body), by default from the
 # cover letter that is being replaced, so an unchanged blurb survives.
-#   kernel/tools/export.sh [DEV [COVER_TEXT]]
+#   kernel/tools/export.sh [--base 6.12|7.3] [DEV [COVER_TEXT]]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DEV=${1:-$ROOT/build/kernel/dev}
-OUTDIR=$ROOT/kernel/patches
+KBASE=${KBASE:-6.12}
+if [ "${1:-}" = --base ]; then
+	KBASE=${2:?--base needs 6.12 or 7.3}
+	shift 2
+fi
+case $KBASE in
+6.12) DEV=${1:-$ROOT/build/kernel/dev} ;;
+7.3) DEV=${1:-$ROOT/build/kernel/7.3/dev} ;;
+*) echo "[export] unknown base $KBASE" >&2; exit 2 ;;
+esac
+OUTDIR=$ROOT/kernel/series/$KBASE
 COVER=${2:-}
 
 # Subject and blurb of the current cover letter, as "subject\n\nbody".
@@ -75,6 +84,7 @@ main() {
 	base=$(git -C "$DEV" rev-list --max-parents=0 HEAD)
 	cp "$OUTDIR"/*.patch "$SAVED/" 2>/dev/null || true
 	rm -f "$OUTDIR"/*.patch
+	mkdir -p "$OUTDIR"
 	git -C "$DEV" format-patch -q --cover-letter --no-signature \
 		-o "$OUTDIR" "$base"
 	keep_changelogs "$SAVED"
