@@ -86,7 +86,7 @@ select_base() {
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/mreg/ccache}
 JOBS=${JOBS:-$(nproc)}
 DEPS=(build-essential bc bison flex libelf-dev libssl-dev
-      ccache cpio kmod rsync xz-utils git python3)
+      ccache cpio kmod rsync xz-utils git python3 libcap-dev)
 
 log() { printf '[kernel] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -394,21 +394,27 @@ cmd_selftests() {
 	cmd_source
 	tree_headers
 	local mm=$SRC/tools/testing/selftests/mm pay=$OUT/payload t
-	local inc=$OUT/selftests-inc cflags=(-O2 -Wall)
+	local inc=$OUT/selftests-inc cflags=(-O2 -Wall) settings=thp_settings.c
 	mkdir -p "$pay/bin" "$pay/tests" "$inc"
-	# local_config.h is what the selftests' check_config.sh would write.
+	# local_config.h is what the selftests' check_config.sh would write
+	# (local_config.h_gen from 7.x).
 	if [[ -f /usr/include/liburing.h ]]; then
 		echo '#define LOCAL_CONFIG_HAVE_LIBURING 1' >"$inc/local_config.h"
 	else
 		: >"$inc/local_config.h"
 	fi
+	cp "$inc/local_config.h" "$inc/local_config.h_gen"
+	# 7.x renamed thp_settings.c to hugepage_settings.c and includes
+	# tools/include/uapi as lib.mk's TOOLS_INCLUDES.
+	[[ ! -f $mm/hugepage_settings.c ]] || settings=hugepage_settings.c
 	cflags+=(-I"$inc" -I"$SRC" -I"$SRC/tools/testing/selftests"
-		 -isystem "$OUT/headers/usr/include")
+		 -isystem "$OUT/headers/usr/include"
+		 -isystem "$SRC/tools/include/uapi")
 	# Relative sources: gup_longterm makes its "local tmpfile" from
 	# __FILE__, which must name a path that exists in the guest's cwd.
 	for t in gup_test cow gup_longterm; do
 		(cd "$mm" && gcc "${cflags[@]}" -o "$pay/bin/$t" "$t.c" \
-			vm_util.c thp_settings.c -lm $(selftest_libs)) \
+			vm_util.c "$settings" -lm $(selftest_libs)) \
 			2>"$OUT/$t.log" || die "cannot build $t, see $OUT/$t.log"
 	done
 	iommufd_selftest "$pay/bin/iommufd"
@@ -467,7 +473,7 @@ iommufd_selftest() {
 	gcc -O2 -Wall -Wno-unused-function -D_GNU_SOURCE -I"$dir" -I"$sel" \
 		"${pasid[@]}" \
 		-isystem "$OUT/headers/usr/include" -o "$1" "$tmp/iommu/iommufd.c" \
-		-lpthread 2>"$OUT/iommufd.log" ||
+		-lpthread -lcap 2>"$OUT/iommufd.log" ||
 		die "cannot build the iommufd selftest, see $OUT/iommufd.log"
 }
 
