@@ -418,6 +418,7 @@ cmd_selftests() {
 			2>"$OUT/$t.log" || die "cannot build $t, see $OUT/$t.log"
 	done
 	iommufd_selftest "$pay/bin/iommufd"
+	series_selftests "$pay/bin" "${cflags[@]}" -static
 	gcc -O2 -Wall -Wextra -static -I"$SRC" -I"$ROOT/bench/tcg-plugin" \
 		-isystem "$OUT/headers/usr/include" \
 		-o "$pay/bin/foliobench" "$KDIR/bench/foliobench.c"
@@ -427,6 +428,29 @@ cmd_selftests() {
 	cp "$KDIR"/guest/tests/* "$pay/tests/"
 	log "payload: $pay"
 	subsystem_payload
+}
+
+# The mm selftests the series itself adds (gup_batch in the 7.3 series),
+# built from a copy of the tree's selftests with only the series'
+# selftest patches applied, so stock and patched kernels run the same
+# binary. $1: bin directory, then the compiler flags.
+series_selftests() {
+	local bin=$1 dst=$OUT/selftests-src p mm t
+	shift
+	rm -rf "$dst" && mkdir -p "$dst/tools/testing"
+	cp -a "$SRC/tools/testing/selftests" "$dst/tools/testing/"
+	for p in $(series); do
+		grep '^+++ b/' "$p" | grep -qv '^+++ b/tools/testing/selftests/' &&
+			continue
+		patch -d "$dst" -p1 -s --forward <"$p" || die "cannot apply $p"
+	done
+	mm=$dst/tools/testing/selftests/mm
+	for t in gup_batch; do
+		[[ -f $mm/$t.c ]] || continue
+		(cd "$mm" && gcc "$@" -I"$dst/tools/testing/selftests" \
+			-o "$bin/$t" "$t.c" vm_util.c hugepage_settings.c -lm) \
+			2>"$OUT/$t.log" || die "cannot build $t, see $OUT/$t.log"
+	done
 }
 
 # The consumers' own suites (rdma-core's pyverbs tests, liburing's
@@ -657,7 +681,7 @@ cmd_boot() {
 # earlier one fails; the debug kernel (KASAN, lockdep) is given longer.
 # The iommufd selftest gets a boot without the emulated intel-iommu (see
 # the test).
-KERNEL_TESTS="kselftests kselftests-cow batchedge"
+KERNEL_TESTS="kselftests kselftests-cow kselftests-gupbatch batchedge"
 SUBSYSTEM_TESTS="rdma-core liburing"
 # The guest turns name=value on the kernel command line into environment.
 # test_threads' 4 x 10000 pairs on io_uring alone did not end in 12 min
