@@ -437,8 +437,10 @@ cmd_selftests() {
 series_selftests() {
 	local bin=$1 dst=$OUT/selftests-src p mm t
 	shift
-	rm -rf "$dst" && mkdir -p "$dst/tools/testing"
+	rm -rf "$dst" && mkdir -p "$dst/tools/testing" "$dst/mm"
 	cp -a "$SRC/tools/testing/selftests" "$dst/tools/testing/"
+	# The mm selftests include the kernel's mm/gup_test.h by relative path.
+	cp "$SRC/mm/gup_test.h" "$dst/mm/"
 	for p in $(series); do
 		grep '^+++ b/' "$p" | grep -qv '^+++ b/tools/testing/selftests/' &&
 			continue
