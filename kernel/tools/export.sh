@@ -90,7 +90,8 @@ main() {
 	keep_changelogs "$SAVED"
 	fill_cover "$TEXT"
 	for p in "$OUTDIR"/*.patch; do
-		"$DEV"/scripts/checkpatch.pl --strict --no-tree -q "$p" || rc=1
+		"$DEV"/scripts/checkpatch.pl --strict --no-tree -q \
+			--ignore FILE_PATH_CHANGES "$p" || rc=1
 	done
 	ls "$OUTDIR"
 	return "$rc"
