@@ -345,8 +345,16 @@ cmd_debug() {
 # CI check: a clean tree, each patch applied in turn, the objects the
 # series touches rebuilt after every patch, checkpatch --strict on all.
 # The objects of the C files patch $1 changes: each patch must build its own.
+# (tools/, the selftests, is not kbuild's: the payload builds those.)
 touched_objects() {
-	sed -n 's|^+++ b/\(.*\)\.c$|\1.o|p' "$1"
+	sed -n 's|^+++ b/\(.*\)\.c$|\1.o|p' "$1" | grep -v '^tools/' || true
+}
+
+# What check builds after patch $1: the GUP and io_uring objects every
+# patch may affect and the objects it touches, each once.
+check_objects() {
+	{ printf '%s\n' mm/gup.o io_uring/rsrc.o mm/memory.o
+	  touched_objects "$1"; } | sort -u
 }
 
 cmd_check() {
@@ -368,8 +376,7 @@ cmd_check() {
 		patch -d "$tree" -p1 -s --forward <"$p" || die "$p does not apply"
 		# shellcheck disable=SC2046 # one word per object
 		make -C "$tree" O="$obj" CC="ccache gcc" -j"$JOBS" -s \
-			mm/gup.o io_uring/rsrc.o mm/memory.o \
-			$(touched_objects "$p") ||
+			$(check_objects "$p") ||
 			die "$p does not build"
 		# FILE_PATH_CHANGES asks whether MAINTAINERS needs a new
 		# file; the selftest the 7.3 series adds sits under an F:
@@ -729,7 +736,11 @@ test_variant() {
 		--kernel "$obj/bzImage" --modules "$mods" --kdir "$obj" \
 		--out "$OUT/results/$v-kmod" || rc=1
 	log "$v: mreg guest suite, the reliability tests with a 10 min soak"
+	# mreg.ko built for this kernel: kmod/mreg.ko is Debian's 6.12's.
+	KDIR=$obj MREG_KO_OUT=$OUT/results/$v-mreg.ko "$ROOT/kmod/build.sh" \
+		build >&2 || rc=1
 	# 6G as in ctest's guest_suite: test_pieces' 4 GiB buffers need it.
+	MREG_KO=$OUT/results/$v-mreg.ko \
 	"$ROOT/tests/vm/run.sh" "$ROOT/build" --kernel "$obj/bzImage" \
 		--modules "$mods" --out "$OUT/results/$v-mreg" --mem 6G \
 		--append "MREG_SOAK_SECONDS=$SOAK_SECONDS MREG_THREAD_ITERS=$((10000 / slow / slow))$(one_mr "$v")" \

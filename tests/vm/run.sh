@@ -6,7 +6,8 @@
 # libraries copied by the harness) and the wrappers in tests/vm/tests/.
 # On one of Debian's stock kernels (--stock NAME, mreg-vm kernel-stock;
 # 6.12 by default) mreg.ko is built for that kernel here; with --kernel
-# (a kernel of our own) kmod/mreg.ko is taken as it is.
+# (a kernel of our own) the module is $MREG_KO (kernel/build.sh test builds
+# it for the kernel under test), or else kmod/mreg.ko as it is.
 set -euo pipefail
 
 build=$(cd "${1:?usage: tests/vm/run.sh BUILD_DIR [options]}" && pwd)
@@ -72,6 +73,8 @@ make_payload() {
 	mkdir -p "$payload/ko"
 	if [ -n "$STOCK" ]; then
 		stock_module "$payload/ko/mreg.ko"
+	elif [ -n "${MREG_KO:-}" ]; then
+		cp "$MREG_KO" "$payload/ko/mreg.ko"
 	elif [ -e "$here/../../kmod/mreg.ko" ]; then
 		cp "$here/../../kmod/mreg.ko" "$payload/ko/"
 	fi
