@@ -2,6 +2,7 @@
 #   make bench   the default benchmark on this host (table, JSON, CSV, plot)
 #   make test    every test: host tests, then the qemu guest suite
 #   make test-kernels  the guest suite on Debian's 5.10, 6.1, 6.12 and 7.3
+#   make compare-7.3   stock against patched 7.3: kbench, then end to end
 #   make install library, headers, mreg.pc, CMake package, mreg-bench and
 #                man pages into $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 BUILD ?= build
@@ -10,7 +11,7 @@ CMAKE_FLAGS ?= -DMREG_WERROR=ON
 PREFIX ?= /usr/local
 
 .PHONY: all deps build install bench bench-guest compare test test-host \
-	test-kernels format clean
+	test-kernels compare-7.3 format clean
 
 all: build
 
@@ -43,6 +44,16 @@ bench-guest: build
 # cold, incremental after; the guest runs take ~30 min more under TCG).
 compare: build
 	bench/compare.sh $(BUILD) $(COMPARE_ARGS)
+
+# The same on 7.3, the base of the series upstream could take: both
+# kernels built from linux-source-7.3, the kbench table with kcount, then
+# the end-to-end cells (kernel/results/2026-12-06-series-7.3.md).
+compare-7.3: build
+	kernel/build.sh --base 7.3 stock patched
+	kernel/build.sh --base 7.3 bench stock patched
+	bench/compare.sh $(BUILD) --kernels 7.3/stock,7.3/patched \
+		--only io_uring,verbs,vfio,iommufd,kmod,kbench \
+		--folios 4k,64k,2m-pte,2m-pmd --out $(BUILD)/compare-7.3
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure $(CTEST_ARGS)

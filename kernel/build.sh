@@ -654,13 +654,17 @@ cross_objects() {
 }
 
 cmd_cross() {
-	local target=${1:-} arch cross defcfg tree obj p n=0 start=$SECONDS
+	local target=${1:-} arch cross defcfg tree obj frag p n=0 start=$SECONDS
 	[[ -n $target ]] || die "usage: kernel/build.sh cross arm64|i386"
 	read -r arch cross defcfg <<<"$(cross_args "$target")"
 	arch=${arch#ARCH=} cross=${cross#CROSS_COMPILE=}
 	[[ $target != arm64 ]] || DEPS+=(gcc-aarch64-linux-gnu)
 	install_deps
 	tree=$OUT/cross-$target-src obj=$OUT/cross-$target
+	# A base whose Kconfig differs has a fragment of its own.
+	frag=$KDIR/config/cross-$target.config
+	[[ ! -f $KDIR/config/cross-$target-$KBASE.config ]] ||
+		frag=$KDIR/config/cross-$target-$KBASE.config
 	rm -rf "$tree" "$obj"
 	unpack_tree "$tree"
 	mkdir -p "$obj"
@@ -668,9 +672,9 @@ cmd_cross() {
 		  CC="ccache ${cross}gcc" HOSTCC="ccache gcc" -j"$JOBS" -s)
 	"${mk[@]}" "$defcfg" >/dev/null
 	ARCH=$arch "$tree"/scripts/kconfig/merge_config.sh -m -O "$obj" \
-		"$obj/.config" "$KDIR/config/cross-$target.config" >/dev/null
+		"$obj/.config" "$frag" >/dev/null
 	"${mk[@]}" olddefconfig >/dev/null
-	verify_config "$obj/.config" "$KDIR/config/cross-$target.config"
+	verify_config "$obj/.config" "$frag"
 	"${mk[@]}" prepare
 	for p in $(series); do
 		n=$((n + 1))
