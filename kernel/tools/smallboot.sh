@@ -66,6 +66,9 @@ a64_tree() {
 a64_build() {
 	local v=$1 obj=$OUT/$SB-$1 frag=$KDIR/config/$SB-boot.config
 	local start=$SECONDS p
+	# A base whose Kconfig differs (7.3: no HIGHMEM64G) has its own.
+	[[ ! -f $KDIR/config/$SB-boot-$KBASE.config ]] ||
+		frag=$KDIR/config/$SB-boot-$KBASE.config
 	mkdir -p "$obj"
 	if [[ $v == patched ]]; then
 		for p in $(series); do
@@ -118,6 +121,9 @@ a64_programs() {
 			INSTALL_HDR_PATH="$hdr/usr" >/dev/null
 	mkdir -p "$bin" "$inc"
 	: >"$inc/local_config.h"
+	: >"$inc/local_config.h_gen"
+	local settings=thp_settings.c
+	[[ ! -f $mm/hugepage_settings.c ]] || settings=hugepage_settings.c
 	local flags=(-O2 -Wall -static -I"$A64_SRC" -isystem "$hdr/usr/include")
 	# shellcheck disable=SC2086 # SB_CC may carry -m32
 	$cc "${flags[@]}" -pthread -o "$bin/batchedge" "$KDIR/tests/batchedge.c"
@@ -127,7 +133,7 @@ a64_programs() {
 	# shellcheck disable=SC2086
 	(cd "$mm" && $cc "${flags[@]}" -I"$inc" \
 		-I"$A64_SRC/tools/testing/selftests" -o "$bin/gup_test" \
-		gup_test.c vm_util.c thp_settings.c -lm)
+		gup_test.c vm_util.c "$settings" -lm)
 }
 
 # The initramfs: busybox, the harness's /init and lib.sh, the kernel
