@@ -67,6 +67,7 @@ struct head_set {
 };
 
 struct folio_walk {
+	pid_t pid; /* 0: the calling process */
 	int pagemap_fd;
 	int kpageflags_fd;
 	struct mreg_folio_hist *hist;
@@ -437,6 +438,15 @@ static int walk_pages(struct folio_walk *w, uint64_t first, uint64_t count)
 	w->nr_extents = 0;
 	return close_folio(w, NULL);
 }
+/* /proc/self/@file, or /proc/@pid/@file for another process. */
+static void proc_path(char *buf, size_t len, pid_t pid, const char *file)
+{
+	if (pid)
+		snprintf(buf, len, "/proc/%d/%s", (int)pid, file);
+	else
+		snprintf(buf, len, "/proc/self/%s", file);
+}
+
 /* Bytes of [start, end) that a PMD (or PUD) maps, via PAGEMAP_SCAN. */
 static int pmd_mapped(int pagemap_fd, uint64_t start, uint64_t end,
 		      uint64_t *bytes)
@@ -465,7 +475,7 @@ static int pmd_mapped(int pagemap_fd, uint64_t start, uint64_t end,
 	return 0;
 }
 
-/* One VMA of /proc/self/smaps: its span and the bytes a PMD or PUD maps. */
+/* One VMA of smaps: its span and the bytes a PMD or PUD maps. */
 struct smaps_vma {
 	uint64_t start;
 	uint64_t end;
@@ -518,18 +528,19 @@ static bool smaps_pmd_field(const char *line, uint64_t *kb)
  * smaps, per VMA: exact for the VMAs the range covers whole, which an
  * mreg buffer always is (its guard pages keep it from merging).
  */
-static int pmd_mapped_smaps(uint64_t start, uint64_t end, uint64_t *bytes,
-			    bool *exact)
+static int pmd_mapped_smaps(pid_t pid, uint64_t start, uint64_t end,
+			    uint64_t *bytes, bool *exact)
 {
 	struct smaps_vma v = {0};
-	char *line = NULL;
+	char *line = NULL, path[64];
 	size_t cap = 0;
 	uint64_t kb;
 	FILE *f;
 
 	*bytes = 0;
 	*exact = true;
-	f = fopen("/proc/self/smaps", "re");
+	proc_path(path, sizeof(path), pid, "smaps");
+	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	while (getline(&line, &cap, f) > 0) {
@@ -554,20 +565,22 @@ static int pmd_mapped_smaps(uint64_t start, uint64_t end, uint64_t *bytes,
  * which PAGEMAP_SCAN counts as PMD-mapped and smaps does not: no memory
  * of the range's own is mapped there.
  */
-static int pmd_mapped_bytes(int pagemap_fd, uint64_t start, uint64_t end,
-			    uint64_t huge_zero, struct mreg_folio_hist *hist)
+static int pmd_mapped_bytes(const struct folio_walk *w, uint64_t start,
+			    uint64_t end, struct mreg_folio_hist *hist)
 {
+	uint64_t huge_zero = w->huge_zero_bytes;
 	bool exact;
 	int ret;
 
-	ret = pmd_mapped(pagemap_fd, start, end, &hist->pmd_mapped_bytes);
+	ret = pmd_mapped(w->pagemap_fd, start, end, &hist->pmd_mapped_bytes);
 	if (!ret)
 		hist->pmd_mapped_bytes -= huge_zero < hist->pmd_mapped_bytes
 						  ? huge_zero
 						  : hist->pmd_mapped_bytes;
 	if (ret != -ENOTTY && ret != -EINVAL)
 		return ret;
-	ret = pmd_mapped_smaps(start, end, &hist->pmd_mapped_bytes, &exact);
+	ret = pmd_mapped_smaps(w->pid, start, end, &hist->pmd_mapped_bytes,
+			       &exact);
 	if (!ret && !exact)
 		hist->method = MREG_VERIFY_ESTIMATE;
 	return ret;
@@ -591,18 +604,26 @@ static int walk_once(struct folio_walk *w, uint64_t start, size_t len)
 	return walk_pages(w, start / page, (len + page - 1) / page);
 }
 
-static int verify_exact(const void *addr, size_t len,
+static int verify_exact(pid_t pid, uint64_t start, size_t len,
 			struct mreg_folio_hist *hist, bool want_pmd)
 {
-	uint64_t start = (uintptr_t)addr;
 	struct folio_walk *w;
 	int ret = -EPERM, tries = 0;
+	char path[64];
 
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->hist = hist;
-	w->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	w->pid = pid;
+	proc_path(path, sizeof(path), pid, "pagemap");
+	w->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Another process gone or out of reach: say so, not -EPERM. */
+	if (w->pagemap_fd < 0 && pid && errno != EACCES && errno != EPERM) {
+		ret = mreg_fail(-errno, "verify: pid %d: %s: %s", (int)pid,
+				path, strerror(errno));
+		goto out;
+	}
 	w->kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
 	if (w->pagemap_fd < 0 || w->kpageflags_fd < 0)
 		goto out;
@@ -611,13 +632,12 @@ static int verify_exact(const void *addr, size_t len,
 	while (ret == -EAGAIN && ++tries < WALK_TRIES);
 	if (ret == -EAGAIN)
 		ret = mreg_fail(ret,
-				"verify: the folios of %p len %zu kept "
-				"changing during %d walks",
-				addr, len, WALK_TRIES);
+				"verify: the folios of 0x%" PRIx64 " len %zu "
+				"kept changing during %d walks",
+				start, len, WALK_TRIES);
 	hist->method = MREG_VERIFY_EXACT;
 	if (!ret && want_pmd)
-		ret = pmd_mapped_bytes(w->pagemap_fd, start, start + len,
-				       w->huge_zero_bytes, hist);
+		ret = pmd_mapped_bytes(w, start, start + len, hist);
 out:
 	if (ret)
 		hist->method = MREG_VERIFY_NONE;
@@ -630,7 +650,7 @@ out:
 	return ret;
 }
 
-static int verify_range(const void *addr, size_t len,
+static int verify_range(pid_t pid, uint64_t addr, size_t len,
 			struct mreg_folio_hist *hist, bool want_pmd)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -644,10 +664,19 @@ static int verify_range(const void *addr, size_t len,
 				 "sizeof(struct mreg_folio_hist) (%u or more)",
 				 MREG_FOLIO_HIST_SIZE_V1);
 	h.page_size = (uint32_t)page;
-	if (!len || (uintptr_t)addr % (uintptr_t)page)
-		ret = mreg_fail(-EINVAL, "verify: addr %p len %zu", addr, len);
+	if (pid < 0)
+		ret = mreg_fail(-EINVAL, "verify: pid %d is negative", (int)pid);
+	else if (!len || addr % (uint64_t)page)
+		ret = mreg_fail(-EINVAL,
+				"verify: addr 0x%" PRIx64 " len %zu: addr must be "
+				"page-aligned and len non-zero",
+				addr, len);
+	else if (addr + len < addr)
+		ret = mreg_fail(-EINVAL,
+				"verify: addr 0x%" PRIx64 " + len %zu wraps", addr,
+				len);
 	else
-		ret = verify_exact(addr, len, &h, want_pmd);
+		ret = verify_exact(pid, addr, len, &h, want_pmd);
 	mreg_copy_out(hist, &h, sizeof(h));
 	return ret;
 }
@@ -655,7 +684,13 @@ static int verify_range(const void *addr, size_t len,
 MREG_EXPORT int mreg_verify_range(const void *addr, size_t len,
 				  struct mreg_folio_hist *hist)
 {
-	return verify_range(addr, len, hist, true);
+	return verify_range(0, (uintptr_t)addr, len, hist, true);
+}
+
+MREG_EXPORT int mreg_verify_pid_range(pid_t pid, uint64_t addr, size_t len,
+				      struct mreg_folio_hist *hist)
+{
+	return verify_range(pid, addr, len, hist, true);
 }
 
 /* The folios alone, without pmd_mapped_bytes: before 6.7 that costs a read
@@ -664,7 +699,7 @@ MREG_EXPORT int mreg_verify_range(const void *addr, size_t len,
 int mreg_verify_folios(const void *addr, size_t len,
 		       struct mreg_folio_hist *hist)
 {
-	return verify_range(addr, len, hist, false);
+	return verify_range(0, (uintptr_t)addr, len, hist, false);
 }
 
 /* Without PFNs: trust the per-size fault counters' deltas. */

@@ -25,7 +25,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../src/pagemap_compat.h"
@@ -166,6 +168,64 @@ static int check_range(const char *what, void *addr, size_t len)
 	return same_folios(what, &got, &want);
 }
 
+/*
+ * Another process's view: a forked child maps the same folios at the same
+ * addresses (fork copies anonymous PTEs and PMDs; shared memory it leaves
+ * to be faulted again, so the child reads every page first), and
+ * mreg_verify_pid_range() on it must give what mreg_verify_range() gives
+ * here.
+ */
+static int check_other_process(const char *what, void *addr, size_t len)
+{
+	struct mreg_folio_hist mine = {.size = sizeof(mine)};
+	struct mreg_folio_hist theirs = {.size = sizeof(theirs)};
+	int ret, pipefd[2];
+	pid_t pid;
+	char c;
+
+	T_CHECK(!pipe(pipefd), "pipe: %m");
+	pid = fork();
+	T_CHECK(pid >= 0, "fork: %m");
+	if (!pid) {
+		volatile uint8_t sum = 0;
+		size_t off;
+
+		for (off = 0; off < len; off += PAGE)
+			sum += ((volatile uint8_t *)addr)[off];
+		close(pipefd[0]);
+		if (write(pipefd[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &c, 1) != 1)
+		c = 0;
+	close(pipefd[0]);
+	ret = mreg_verify_range(addr, len, &mine);
+	if (!ret)
+		ret = mreg_verify_pid_range(pid, (uintptr_t)addr, len, &theirs);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	T_CHECK(c == 'r' && !ret, "%s: pid %d: %s", what, (int)pid,
+		mreg_last_error());
+	ret = same_folios(what, &theirs, &mine);
+	T_CHECK(!ret && theirs.pmd_mapped_bytes == mine.pmd_mapped_bytes &&
+			theirs.method == mine.method,
+		"%s: pid %d: %" PRIu64 " PMD-mapped bytes, here %" PRIu64,
+		what, (int)pid, theirs.pmd_mapped_bytes, mine.pmd_mapped_bytes);
+	/* Gone: a clear errno, not an empty histogram. */
+	ret = mreg_verify_pid_range(pid, (uintptr_t)addr, len, &theirs);
+	T_CHECK(ret == -ENOENT || ret == -ESRCH,
+		"%s: exited pid %d gave %d (%s)", what, (int)pid, ret,
+		mreg_last_error());
+	T_CHECK(mreg_verify_pid_range(-1, (uintptr_t)addr, len, &theirs) ==
+				-EINVAL &&
+			strstr(mreg_last_error(), "pid"),
+		"%s: pid -1 not refused by name: %s", what, mreg_last_error());
+	return T_PASS;
+}
+
 /* The same range with and without PAGEMAP_SCAN. */
 static int check_pmd_fallback(const char *what, void *addr, size_t len,
 			      bool whole_vma)
@@ -210,6 +270,8 @@ static int check_case(const struct t_folio *c)
 	p = mreg_buf_addr(buf);
 	snprintf(what, sizeof(what), "%s backing %u", c->name, c->backing);
 	ret = check_range(what, p, len);
+	if (!ret)
+		ret = check_other_process(what, p, len);
 	if (!ret)
 		ret = check_pmd_fallback(what, p, len, true);
 	/* Entered and left in the middle of folios. */

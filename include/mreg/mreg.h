@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -93,6 +94,15 @@ struct mreg_folio_hist {
  */
 int mreg_verify_range(const void *addr, size_t len,
 		      struct mreg_folio_hist *hist);
+/*
+ * The same for [addr, addr+len) of process @pid (0: the caller), read
+ * from /proc/<pid>/pagemap: the folios of a buffer that another program
+ * owns (a VM's RAM in QEMU, fio's I/O buffers). Needs what reading its
+ * pagemap needs (ptrace access, CAP_SYS_ADMIN for PFNs), else -EPERM;
+ * -ESRCH or -ENOENT when @pid is gone. Since MREG_0.5.
+ */
+int mreg_verify_pid_range(pid_t pid, uint64_t addr, size_t len,
+			  struct mreg_folio_hist *hist);
 /*
  * Render @hist into @buf as one line, largest folios first, e.g.
  * "2M:128 pmd-mapped:256M (exact)" or "64K:4096 (exact)".  Like snprintf:
