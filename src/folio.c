@@ -665,16 +665,18 @@ static int verify_range(pid_t pid, uint64_t addr, size_t len,
 				 MREG_FOLIO_HIST_SIZE_V1);
 	h.page_size = (uint32_t)page;
 	if (pid < 0)
-		ret = mreg_fail(-EINVAL, "verify: pid %d is negative", (int)pid);
+		ret = mreg_fail(-EINVAL, "verify: pid %d is negative",
+				(int)pid);
 	else if (!len || addr % (uint64_t)page)
 		ret = mreg_fail(-EINVAL,
-				"verify: addr 0x%" PRIx64 " len %zu: addr must be "
+				"verify: addr 0x%" PRIx64
+				" len %zu: addr must be "
 				"page-aligned and len non-zero",
 				addr, len);
 	else if (addr + len < addr)
 		ret = mreg_fail(-EINVAL,
-				"verify: addr 0x%" PRIx64 " + len %zu wraps", addr,
-				len);
+				"verify: addr 0x%" PRIx64 " + len %zu wraps",
+				addr, len);
 	else
 		ret = verify_exact(pid, addr, len, &h, want_pmd);
 	mreg_copy_out(hist, &h, sizeof(h));

@@ -212,8 +212,8 @@ static int check_other_process(const char *what, void *addr, size_t len)
 	ret = same_folios(what, &theirs, &mine);
 	T_CHECK(!ret && theirs.pmd_mapped_bytes == mine.pmd_mapped_bytes &&
 			theirs.method == mine.method,
-		"%s: pid %d: %" PRIu64 " PMD-mapped bytes, here %" PRIu64,
-		what, (int)pid, theirs.pmd_mapped_bytes, mine.pmd_mapped_bytes);
+		"%s: pid %d: %" PRIu64 " PMD-mapped bytes, here %" PRIu64, what,
+		(int)pid, theirs.pmd_mapped_bytes, mine.pmd_mapped_bytes);
 	/* Gone: a clear errno, not an empty histogram. */
 	ret = mreg_verify_pid_range(pid, (uintptr_t)addr, len, &theirs);
 	T_CHECK(ret == -ENOENT || ret == -ESRCH,
