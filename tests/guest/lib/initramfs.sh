@@ -211,14 +211,17 @@ overlay_payload() {
 }
 
 # payload/root is a tree copied as it is (an interpreter and its library,
-# say), with the libraries its ELF files need that the base lacks.
+# say), with the libraries its ELF files need that the base lacks. A
+# folder holding a file .own-libs brings its own loader and libraries
+# (another Debian release's program): the host's are not for it.
 overlay_payload_tree() {
 	local root=$1 base=$2 tree=$RUN_PAYLOAD/root f
 	[ -d "$tree" ] || return 0
 	cp -a "$tree/." "$root/"
 	while IFS= read -r -d '' f; do
 		overlay_libs "$root" "$base" "$f"
-	done < <(find "$tree" -type f \( -name '*.so*' -o -perm -u+x \) -print0)
+	done < <(find "$tree" -type d -exec test -e '{}/.own-libs' \; -prune -o \
+		-type f \( -name '*.so*' -o -perm -u+x \) -print0)
 }
 
 overlay_libs() {
