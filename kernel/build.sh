@@ -749,6 +749,10 @@ test_variant() {
 		--modules "$mods" --out "$OUT/results/$v-mreg" --mem 6G \
 		--append "MREG_SOAK_SECONDS=$SOAK_SECONDS MREG_THREAD_ITERS=$((10000 / slow / slow))$(one_mr "$v")" \
 		--test-timeout $((900 * slow)) --timeout $((2700 * slow)) || rc=1
+	log "$v: real clients: QEMU's passthrough start (type1, iommufd), fio"
+	"$ROOT/tests/clients/run.sh" "$ROOT/build" --kernel "$obj/bzImage" \
+		--modules "$mods" --out "$OUT/results/$v-clients" \
+		--test-timeout $((900 * slow)) --timeout $((1800 * slow)) || rc=1
 	return "$rc"
 }
 
@@ -758,7 +762,7 @@ summarize_tests() {
 	for v in "$@"; do
 		for d in "$OUT/results/$v-kernel" "$OUT/results/$v-iommufd" \
 			 "$OUT/results/$v-subsystem" "$OUT/results/$v-kmod" \
-			 "$OUT/results/$v-mreg"; do
+			 "$OUT/results/$v-mreg" "$OUT/results/$v-clients"; do
 			[[ -f $d/console.log ]] || continue
 			grep -a '^MREG-RESULT' "$d/console.log" | sed "s/^/$v: /"
 		done

@@ -21,6 +21,8 @@ make_payload() {
 	mkdir -p "$payload"/{bin,tests,root/opt,root/mreg}
 	cp "$build/tests/clients/pid-folios" "$build"/libmreg.so.[0-9] "$payload/bin/"
 	cp "$here"/tests/* "$payload/tests/"
+	# bench/clients.sh: the timed runs instead of the tests.
+	[ -z "${MREG_CLIENTS_BENCH:-}" ] || cp "$here"/bench/* "$payload/tests/"
 	cp "$here/guest/clients.sh" "$here/guest/ktrace-exec" "$payload/root/mreg/"
 	cp -a "$qemu" "$payload/root/opt/qemu"
 	cp "$build/tests/clients/edu-fw.bin" "$payload/root/opt/qemu/"

@@ -128,13 +128,15 @@ qemu_vfio_args() {
 # Start a passthrough VM paused: QEMU has created the machine, realized
 # vfio-pci and DMA-mapped all its RAM before its monitor answers. Its
 # guest is edu-fw (the firmware that drives edu's DMA and ends QEMU
-# through isa-debug-exit). Sets QEMU_PID; the monitor is fd 3.
+# through isa-debug-exit). Sets QEMU_PID; the monitor is fd 3. Marks
+# "exec" and "ready" in the trace, for ktrace_between.
 #   qemu_vm_start BACKEND BACKING MIB BDF OUTPREFIX [run-as-prefix...]
 qemu_vm_start() {
 	local backend=$1 backing=$2 mib=$3 bdf=$4 out=$5 ram n
 	shift 5
 	ram=$(qemu_ram_args "$backing" "$mib") || return 1
 	rm -f /tmp/qemu-monitor && mkfifo /tmp/qemu-monitor
+	ktrace_mark exec 2>/dev/null
 	# shellcheck disable=SC2046 # argument lists
 	"$@" "$QEMU" -machine q35 -accel tcg -S -display none -nodefaults \
 		-no-user-config -m "${mib}M" $ram $(qemu_vfio_args "$backend" "$bdf") \
@@ -151,6 +153,8 @@ qemu_vm_start() {
 		[ $n -lt 6000 ] || { echo "QEMU never answered its monitor"; return 1; }
 		sleep 0.1
 	done
+	ktrace_mark ready 2>/dev/null
+	return 0
 }
 
 # Let the paused VM run edu-fw; its exit status says what the DMA found
@@ -195,6 +199,20 @@ ktrace_off() {
 	echo >"$TRACEFS/set_event_pid" 2>/dev/null
 	echo >"$TRACEFS/kprobe_events" 2>/dev/null
 	true
+}
+
+# A named mark in the trace, on the kernel's clock (ktrace_between).
+ktrace_mark() { echo "mreg-mark $1" >"$TRACEFS/trace_marker"; }
+
+# Microseconds from mark $1 to mark $2.
+ktrace_between() {
+	awk -v a="mreg-mark $1" -v b="mreg-mark $2" '
+	index($0, a) || index($0, b) {
+		for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { ts = $i; break }
+		sub(/:$/, "", ts)
+		if (index($0, a)) t0 = ts; else t1 = ts
+	}
+	END { if (t0 != "" && t1 != "") printf "%d\n", (t1 - t0) * 1e6 + 0.5 }' "$TRACEFS/trace"
 }
 
 # Each traced call: "tid us arg ret", its duration in microseconds from the
