@@ -70,8 +70,11 @@ qemu_ram_args() {
 	2m-pte)
 		thp_only 4k
 		mkdir -p "$HUGE_TMPFS"
-		grep -q " $HUGE_TMPFS " /proc/mounts ||
+		if grep -q " $HUGE_TMPFS " /proc/mounts; then
+			mount -o remount,size=$((mib + 8))M "$HUGE_TMPFS" || return 1
+		else
 			mount -t tmpfs -o huge=always,size=$((mib + 8))M none "$HUGE_TMPFS" || return 1
+		fi
 		rm -f "$HUGE_TMPFS/ram"
 		dd if=/dev/zero of="$HUGE_TMPFS/ram" bs=2M count=$((mib / 2 + 1)) 2>/dev/null || return 1
 		echo "-object memory-backend-file,$common,mem-path=$HUGE_TMPFS/ram,share=on,offset=4096,align=2M"
