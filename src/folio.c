@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -604,6 +605,68 @@ static int walk_once(struct folio_walk *w, uint64_t start, size_t len)
 	return walk_pages(w, start / page, (len + page - 1) / page);
 }
 
+/*
+ * Why @path did not open. EACCES and EPERM both mean "not allowed" to a
+ * caller: -EPERM, which mreg_buf_alloc() takes as its cue to estimate.
+ */
+static int open_error(const char *path, pid_t pid)
+{
+	int err = errno;
+
+	if (err == EACCES || err == EPERM)
+		return mreg_fail(-EPERM,
+				 "verify: %s: %s: exact folios need uid 0, or "
+				 "CAP_SYS_ADMIN with read access to "
+				 "/proc/kpageflags%s",
+				 path, strerror(err),
+				 pid ? " and ptrace access to the process"
+				     : "");
+	if (pid && err == ENOENT)
+		err = ESRCH;
+	return mreg_fail(-err, "verify: %s: %s", path, strerror(errno));
+}
+
+/* Exited, reaped or not: a zombie's pagemap reads as empty. */
+static bool pid_gone(pid_t pid)
+{
+	char path[64], line[512], *paren, state = 0;
+	FILE *f;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
+	if (fgets(line, sizeof(line), f) && (paren = strrchr(line, ')')) &&
+	    paren[1] == ' ')
+		state = paren[2];
+	fclose(f);
+	return state == 'Z' || state == 'X';
+}
+
+/*
+ * A walk that failed part way: hidden PFNs (no CAP_SYS_ADMIN), or pagemap
+ * ending early, because the process exited or the range runs past the
+ * end of its address space.
+ */
+static int walk_error(int ret, pid_t pid, uint64_t start, size_t len)
+{
+	if (ret == -EPERM)
+		return mreg_fail(ret, "verify: pagemap hides the page frames: "
+				      "exact folios need CAP_SYS_ADMIN");
+	if (pid && pid_gone(pid))
+		return mreg_fail(-ESRCH,
+				 "verify: pid %d exited during the walk",
+				 (int)pid);
+	return mreg_fail(-EINVAL,
+			 "verify: addr 0x%" PRIx64 " len %zu: pagemap ends "
+			 "before the range does (past the end of the address "
+			 "space?)",
+			 start, len);
+}
+
 static int verify_exact(pid_t pid, uint64_t start, size_t len,
 			struct mreg_folio_hist *hist, bool want_pmd)
 {
@@ -618,19 +681,21 @@ static int verify_exact(pid_t pid, uint64_t start, size_t len,
 	w->pid = pid;
 	proc_path(path, sizeof(path), pid, "pagemap");
 	w->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
-	/* Another process gone or out of reach: say so, not -EPERM. */
-	if (w->pagemap_fd < 0 && pid && errno != EACCES && errno != EPERM) {
-		ret = mreg_fail(-errno, "verify: pid %d: %s: %s", (int)pid,
-				path, strerror(errno));
+	if (w->pagemap_fd < 0) {
+		ret = open_error(path, pid);
 		goto out;
 	}
 	w->kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	if (w->pagemap_fd < 0 || w->kpageflags_fd < 0)
+	if (w->kpageflags_fd < 0) {
+		ret = open_error("/proc/kpageflags", 0);
 		goto out;
+	}
 	do
 		ret = walk_once(w, start, len);
 	while (ret == -EAGAIN && ++tries < WALK_TRIES);
-	if (ret == -EAGAIN)
+	if (ret == -EPERM || ret == -EIO)
+		ret = walk_error(ret, pid, start, len);
+	else if (ret == -EAGAIN)
 		ret = mreg_fail(ret,
 				"verify: the folios of 0x%" PRIx64 " len %zu "
 				"kept changing during %d walks",

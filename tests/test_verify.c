@@ -216,7 +216,7 @@ static int check_other_process(const char *what, void *addr, size_t len)
 		(int)pid, theirs.pmd_mapped_bytes, mine.pmd_mapped_bytes);
 	/* Gone: a clear errno, not an empty histogram. */
 	ret = mreg_verify_pid_range(pid, (uintptr_t)addr, len, &theirs);
-	T_CHECK(ret == -ENOENT || ret == -ESRCH,
+	T_CHECK(ret == -ESRCH,
 		"%s: exited pid %d gave %d (%s)", what, (int)pid, ret,
 		mreg_last_error());
 	T_CHECK(mreg_verify_pid_range(-1, (uintptr_t)addr, len, &theirs) ==

@@ -98,8 +98,9 @@ int mreg_verify_range(const void *addr, size_t len,
  * The same for [addr, addr+len) of process @pid (0: the caller), read
  * from /proc/<pid>/pagemap: the folios of a buffer that another program
  * owns (a VM's RAM in QEMU, fio's I/O buffers). Needs what reading its
- * pagemap needs (ptrace access, CAP_SYS_ADMIN for PFNs), else -EPERM;
- * -ESRCH or -ENOENT when @pid is gone. Since MREG_0.5.
+ * pagemap and /proc/kpageflags need (ptrace access, CAP_SYS_ADMIN for
+ * PFNs, root for kpageflags), else -EPERM; -ESRCH when @pid is gone or
+ * exits during the walk. Since MREG_0.5.
  */
 int mreg_verify_pid_range(pid_t pid, uint64_t addr, size_t len,
 			  struct mreg_folio_hist *hist);

@@ -126,23 +126,54 @@ static bool matches(const struct mreg_folio_hist *h, uint64_t bytes,
 	return e->pmd < 0 || h->pmd_mapped_bytes == (e->pmd ? want : 0);
 }
 
+/* "1073741824", "1024M", "1G": bytes, or 0 for anything else. */
+static uint64_t parse_bytes(const char *s)
+{
+	uint64_t v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'K':
+	case 'k':
+		v <<= 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		v <<= 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		v <<= 30;
+		end++;
+		break;
+	}
+	return *end ? 0 : v;
+}
+
 int main(int argc, char **argv)
 {
 	struct mreg_folio_hist h = {.size = sizeof(h)};
 	uint64_t bytes, addr = 0;
 	struct expect e;
-	char text[256];
+	char text[256], *end = NULL;
 	pid_t pid;
 	int ret;
 
-	if (argc != 4 || parse_expect(argv[3], &e)) {
-		fprintf(stderr, "usage: pid-folios PID BYTES "
+	pid = argc == 4 ? (pid_t)strtol(argv[1], &end, 10) : 0;
+	bytes = argc == 4 ? parse_bytes(argv[2]) : 0;
+	if (argc != 4 || pid <= 0 || *end || !bytes ||
+	    parse_expect(argv[3], &e)) {
+		fprintf(stderr, "usage: pid-folios PID BYTES[K|M|G] "
 				"4k|16k|64k|...|2m-pmd|2m-pte[+ends]|any\n");
 		return 2;
 	}
-	pid = (pid_t)strtol(argv[1], NULL, 10);
-	bytes = strtoull(argv[2], NULL, 0);
-	if (pid <= 0 || !bytes || find_mapping(pid, bytes, &addr))
+	if (find_mapping(pid, bytes, &addr))
 		return 2;
 	ret = mreg_verify_pid_range(pid, addr, bytes, &h);
 	if (ret) {
