@@ -41,9 +41,12 @@ bench-guest: build
 	bench/guest.sh $(BUILD) $(GUEST_ARGS)
 
 # Stock vs patched 6.12 end to end (builds both kernels first: ~35 min
-# cold, incremental after; the guest runs take ~30 min more under TCG).
+# cold, incremental after; the guest runs take ~30 min more under TCG),
+# then the real clients, QEMU's passthrough start and fio's registered
+# buffers (bench/clients.sh, ~20 min more).
 compare: build
 	bench/compare.sh $(BUILD) $(COMPARE_ARGS)
+	bench/clients.sh $(BUILD) --out $(BUILD)/compare/clients
 
 # The same on 7.3, the base of the series upstream could take: both
 # kernels built from linux-source-7.3, the kbench table with kcount, then
@@ -54,6 +57,8 @@ compare-7.3: build
 	bench/compare.sh $(BUILD) --kernels 7.3/stock,7.3/patched \
 		--only io_uring,verbs,vfio,iommufd,kmod,kbench \
 		--folios 4k,64k,2m-pte,2m-pmd --out $(BUILD)/compare-7.3
+	bench/clients.sh $(BUILD) --kernels 7.3/stock,7.3/patched \
+		--out $(BUILD)/compare-7.3/clients
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure $(CTEST_ARGS)
