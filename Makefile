@@ -19,7 +19,7 @@ all: build
 DPDK_DEV ?= $(CURDIR)/build/cache/dpdk-dev
 
 deps:
-	scripts/deps.sh build bench
+	scripts/deps.sh build bench trace
 	scripts/dpdk-dev.sh $(DPDK_DEV)
 
 build: deps

@@ -183,6 +183,12 @@ int main(int argc, char **argv)
 	mreg_folio_hist_format(&h, text, sizeof(text));
 	printf("pid-folios: %d 0x%" PRIx64 "+%" PRIu64 ": %s\n", (int)pid, addr,
 	       bytes, text);
+	/* Machine-readable: bytes of the range in each folio order. */
+	printf("pid-folios-bytes:");
+	for (unsigned int o = 0; o < MREG_HIST_ORDERS; o++)
+		if (h.bytes[o])
+			printf(" %u:%" PRIu64, o, h.bytes[o]);
+	printf("\n");
 	if (matches(&h, bytes, &e))
 		return 0;
 	fprintf(stderr, "pid-folios: pid %d: wanted %s, got %s\n", (int)pid,

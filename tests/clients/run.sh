@@ -19,7 +19,9 @@ make_payload() {
 	qemu=$("$here/fetch-qemu.sh" "$build")
 	rm -rf "$payload"
 	mkdir -p "$payload"/{bin,tests,root/opt,root/mreg}
-	cp "$build/tests/clients/pid-folios" "$build"/libmreg.so.[0-9] "$payload/bin/"
+	cp "$build/tests/clients/pid-folios" "$build/tests/clients/uring-bad-register" \
+		"$build"/libmreg.so.[0-9] "$payload/bin/"
+	[ ! -x "$build/tools/trace/mreg-trace" ] || cp "$build/tools/trace/mreg-trace" "$payload/bin/"
 	cp "$here"/tests/* "$payload/tests/"
 	# bench/clients.sh: the timed runs instead of the tests.
 	[ -z "${MREG_CLIENTS_BENCH:-}" ] || cp "$here"/bench/* "$payload/tests/"
@@ -35,5 +37,5 @@ make_payload() {
 
 make_payload
 args=(--payload "$payload" --no-builtin --mem "${MREG_CLIENTS_MEM:-4G}")
-[[ " $* " == *" --tests "* ]] || args+=(--tests "qemu-vfio fio-fixedbufs")
+[[ " $* " == *" --tests "* ]] || args+=(--tests "qemu-vfio fio-fixedbufs mreg-trace")
 exec "$here/../guest/mreg-vm" run "${args[@]}" "$@"

@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * mreg-trace's kernel side: fentry/fexit on each registration path.
+ *
+ * Every path records calls, bytes, errors and a log2 latency histogram
+ * per (process, path). The outermost GUP call of a thread also walks the
+ * pages array it returns, folio by folio (bpf_loop; one step per folio,
+ * so a 64 kB registration costs one step per 16 pages), and adds the
+ * pages of each folio order to its own record and to the consumer (VFIO,
+ * iommufd, verbs, io_uring) the thread is inside, if any. Inner GUP
+ * calls (pin_user_pages_remote() -> __gup_longterm_locked()) count their
+ * calls and time but not pages, which their caller already counts.
+ *
+ * Struct layouts come from the running kernel's BTF (CO-RE); the uapi
+ * structs read here (VFIO's) have a fixed layout.
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "mreg_trace.h"
+
+#define PAGE_SIZE 4096
+#define MAX_WALK  (1 << 23) /* bpf_loop's own limit */
+
+const volatile __u32 filter_tgid;
+const volatile char filter_comm[MREG_TRACE_COMM_LEN];
+const volatile __u64 min_bytes;
+
+/* A call in flight, per (thread, path). */
+struct inflight {
+	__u64 ts;
+	__u64 bytes;
+	__u64 pages;
+	__u64 order_pages[MREG_TRACE_ORDERS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* tid << 8 | path */
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+/* The outermost consumer path each thread is inside, and its GUP depth. */
+struct thread_state {
+	__u32 consumer; /* path + 1; 0: none */
+	__u32 gup_depth;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct mreg_trace_key);
+	__type(value, struct mreg_trace_stat);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct mreg_trace_err_key);
+	__type(value, __u64);
+} errors SEC(".maps");
+
+/* A zeroed record to insert from: too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct mreg_trace_stat);
+} scratch SEC(".maps");
+
+static __always_inline __u64 inflight_key(__u32 tid, __u32 path)
+{
+	return (__u64)tid << 8 | path;
+}
+
+static __always_inline bool wanted(void)
+{
+	char comm[MREG_TRACE_COMM_LEN];
+	int i;
+
+	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
+		return false;
+	if (!filter_comm[0])
+		return true;
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (i = 0; i < MREG_TRACE_COMM_LEN; i++) {
+		if (comm[i] != filter_comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
+static __always_inline struct thread_state *thread(__u32 tid)
+{
+	struct thread_state zero = {}, *t;
+
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		return t;
+	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline void enter(__u32 path, __u64 bytes, bool consumer)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 key = inflight_key(tid, path);
+	struct inflight *in, zero = {};
+	struct thread_state *t;
+
+	if (!wanted())
+		return;
+	t = thread(tid);
+	if (!t)
+		return;
+	if (consumer && !t->consumer)
+		t->consumer = path + 1;
+	if (!consumer)
+		t->gup_depth++;
+	zero.bytes = bytes;
+	bpf_map_update_elem(&inflight, &key, &zero, BPF_ANY);
+	in = bpf_map_lookup_elem(&inflight, &key);
+	if (in)
+		in->ts = bpf_ktime_get_ns();
+}
+
+static __always_inline struct mreg_trace_stat *stat_of(__u32 tgid, __u32 path)
+{
+	struct mreg_trace_key key = {.tgid = tgid, .path = path};
+	struct mreg_trace_stat *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&stats, &key);
+	if (s)
+		return s;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return NULL;
+	__builtin_memset(s, 0, sizeof(*s));
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	bpf_map_update_elem(&stats, &key, s, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&stats, &key);
+}
+
+static __always_inline __u32 log2_slot(__u64 ns)
+{
+	__u32 slot = 0;
+	int i;
+
+	for (i = 0; i < MREG_TRACE_LAT_SLOTS - 1; i++) {
+		if (ns <= 1)
+			break;
+		ns >>= 1;
+		slot++;
+	}
+	return slot;
+}
+
+static __always_inline void record(__u32 path, struct inflight *in, long ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 ns = bpf_ktime_get_ns() - in->ts;
+	struct mreg_trace_err_key ek = {.tgid = tgid, .path = path};
+	struct mreg_trace_stat *s;
+	__u64 one = 1, *n;
+	__u32 slot;
+	int i;
+
+	if (ret >= 0 && in->bytes < min_bytes)
+		return;
+	s = stat_of(tgid, path);
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->calls, 1);
+	__sync_fetch_and_add(&s->ns, ns);
+	slot = log2_slot(ns);
+	if (slot < MREG_TRACE_LAT_SLOTS)
+		__sync_fetch_and_add(&s->lat[slot], 1);
+	if (ret < 0) {
+		__sync_fetch_and_add(&s->errors, 1);
+		ek.err = (__s32)-ret;
+		n = bpf_map_lookup_elem(&errors, &ek);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			bpf_map_update_elem(&errors, &ek, &one, BPF_NOEXIST);
+		return;
+	}
+	__sync_fetch_and_add(&s->bytes, in->bytes);
+	__sync_fetch_and_add(&s->pages, in->pages);
+	for (i = 0; i < MREG_TRACE_ORDERS; i++)
+		__sync_fetch_and_add(&s->order_pages[i], in->order_pages[i]);
+}
+
+/* The consumer's in-flight record, for what happens beneath it. */
+static __always_inline struct inflight *consumer_of(__u32 tid)
+{
+	struct thread_state *t = bpf_map_lookup_elem(&threads, &tid);
+	__u64 key;
+
+	if (!t || !t->consumer)
+		return NULL;
+	key = inflight_key(tid, t->consumer - 1);
+	return bpf_map_lookup_elem(&inflight, &key);
+}
+
+/* Bytes a nested call registers, added to the consumer it runs under. */
+static __always_inline void add_bytes(__u64 bytes)
+{
+	struct inflight *c;
+
+	if (!wanted())
+		return;
+	c = consumer_of((__u32)bpf_get_current_pid_tgid());
+	if (c)
+		__sync_fetch_and_add(&c->bytes, bytes);
+}
+
+static __always_inline void leave(__u32 path, long ret, bool consumer)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 key = inflight_key(tid, path);
+	struct thread_state *t;
+	struct inflight *in;
+
+	in = bpf_map_lookup_elem(&inflight, &key);
+	if (!in)
+		return;
+	record(path, in, ret);
+	bpf_map_delete_elem(&inflight, &key);
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return;
+	if (consumer && t->consumer == path + 1)
+		t->consumer = 0;
+	if (!consumer && t->gup_depth)
+		t->gup_depth--;
+	if (!t->consumer && !t->gup_depth)
+		bpf_map_delete_elem(&threads, &tid);
+}
+
+/* ---- the folios of a GUP result ---------------------------------------- */
+
+/* 32 slots, indexed by order & 31: a mask the verifier can bound. */
+#define WALK_SLOTS 32
+
+struct walk {
+	struct page **pages;
+	__u64 nr;
+	__u64 i;
+	__u64 order_pages[WALK_SLOTS];
+};
+
+/*
+ * The walk's state lives in a map, not on the stack: the verifier tracks
+ * stack values exactly and would verify the bpf_loop() callback once per
+ * value the index takes; map memory it does not track.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} walks SEC(".maps");
+
+struct walk_ctx {
+	struct walk *w;
+};
+
+static __always_inline struct page *page_at(struct page **pages, __u64 i)
+{
+	struct page *p = NULL;
+
+	bpf_probe_read_kernel(&p, sizeof(p), &pages[i]);
+	return p;
+}
+
+/* The head of @p's folio and its order. */
+static __always_inline unsigned long folio_of(struct page *p, __u32 *order)
+{
+	unsigned long head = (unsigned long)p, ch = 0, flags = 0, f1 = 0;
+
+	bpf_probe_read_kernel(&ch, sizeof(ch),
+			      (void *)p +
+				      bpf_core_field_offset(struct page,
+							    compound_head));
+	if (ch & 1)
+		head = ch - 1;
+	/* page->flags opens struct page in every kernel, but its type
+	 * changed (unsigned long, then memdesc_flags_t in 6.18): CO-RE will
+	 * not relocate across that, and needs not. */
+	bpf_probe_read_kernel(&flags, sizeof(flags), (void *)head);
+	*order = 0;
+	if (flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))) {
+		bpf_probe_read_kernel(
+			&f1, sizeof(f1),
+			(void *)head + bpf_core_field_offset(struct folio,
+							     _flags_1));
+		*order = f1 & 0xff;
+	}
+	return head;
+}
+
+/* One folio: from pages[i], the rest of its folio that follows in the
+ * array (checked at the folio's last page), then on. */
+static long walk_step(__u64 index, struct walk_ctx *ctx)
+{
+	struct walk *w = ctx->w;
+	__u64 size = bpf_core_type_size(struct page), nr, pos, step = 1;
+	unsigned long head, last_head;
+	struct page *p;
+	__u32 order, o2;
+
+	if (!w || w->i >= w->nr)
+		return 1;
+	p = page_at(w->pages, w->i);
+	if (!p)
+		return 1;
+	head = folio_of(p, &order);
+	order &= WALK_SLOTS - 1;
+	if (order) {
+		nr = 1ULL << order;
+		pos = ((unsigned long)p - head) / size;
+		step = pos < nr ? nr - pos : 1;
+		if (step > w->nr - w->i)
+			step = w->nr - w->i;
+		last_head = folio_of(page_at(w->pages, w->i + step - 1), &o2);
+		if (step > 1 && last_head != head)
+			step = 1;
+	}
+	/* Re-masked here: the verifier sees this access, not the one above. */
+	w->order_pages[order & (WALK_SLOTS - 1)] += step;
+	w->i += step;
+	return 0;
+}
+
+/*
+ * The pages array is read with bpf_get_func_arg(): the verifier refuses a
+ * direct context load of a pointer to a pointer (struct page **).
+ */
+static __always_inline void gup_leave(void *ctx, __u32 path, int pages_arg,
+				      bool int_ret)
+{
+	struct page **pages = NULL;
+	__u64 arg = 0, rv = 0;
+	long ret;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 key = inflight_key(tid, path);
+	struct thread_state *t = bpf_map_lookup_elem(&threads, &tid);
+	struct inflight *in, *c;
+	struct walk_ctx wc;
+	struct walk *w;
+	__u32 zero = 0;
+	int i;
+
+	bpf_get_func_arg(ctx, pages_arg, &arg);
+	bpf_get_func_ret(ctx, &rv);
+	pages = (struct page **)arg;
+	/* int or long: pin_user_pages_fast() returns int. */
+	ret = int_ret ? (long)(int)rv : (long)rv;
+	in = bpf_map_lookup_elem(&inflight, &key);
+	if (!in || !t)
+		goto out;
+	if (ret > 0)
+		in->bytes = (__u64)ret * PAGE_SIZE;
+	/* Outermost GUP call with a pages array: its folios. */
+	w = bpf_map_lookup_elem(&walks, &zero);
+	if (w && ret > 0 && pages && t->gup_depth == 1) {
+		__builtin_memset(w, 0, sizeof(*w));
+		w->pages = pages;
+		w->nr = (__u64)ret;
+		wc.w = w;
+		bpf_loop(ret < MAX_WALK ? ret : MAX_WALK, walk_step, &wc, 0);
+		in->pages = (__u64)ret;
+		/* Branch-free loops: the verifier walks each branch per
+		 * iteration. */
+		for (i = 0; i < MREG_TRACE_ORDERS; i++)
+			in->order_pages[i] = w->order_pages[i];
+		c = consumer_of(tid);
+		if (c) {
+			__sync_fetch_and_add(&c->pages, (__u64)ret);
+			for (i = 0; i < MREG_TRACE_ORDERS; i++)
+				__sync_fetch_and_add(&c->order_pages[i],
+						     w->order_pages[i]);
+		}
+	}
+out:
+	leave(path, ret, false);
+}
+
+/* ---- the paths ----------------------------------------------------------- */
+
+SEC("fentry/pin_user_pages_fast")
+int BPF_PROG(pup_fast_in)
+{
+	enter(PATH_PUP_FAST, 0, false);
+	return 0;
+}
+
+SEC("fexit/pin_user_pages_fast")
+int BPF_PROG(pup_fast_out)
+{
+	gup_leave(ctx, PATH_PUP_FAST, 3, true);
+	return 0;
+}
+
+SEC("fentry/get_user_pages_fast")
+int BPF_PROG(gup_fast_in)
+{
+	enter(PATH_GUP_FAST, 0, false);
+	return 0;
+}
+
+SEC("fexit/get_user_pages_fast")
+int BPF_PROG(gup_fast_out)
+{
+	gup_leave(ctx, PATH_GUP_FAST, 3, true);
+	return 0;
+}
+
+SEC("fentry/pin_user_pages_remote")
+int BPF_PROG(pup_remote_in)
+{
+	enter(PATH_PUP_REMOTE, 0, false);
+	return 0;
+}
+
+SEC("fexit/pin_user_pages_remote")
+int BPF_PROG(pup_remote_out)
+{
+	gup_leave(ctx, PATH_PUP_REMOTE, 4, false);
+	return 0;
+}
+
+SEC("fentry/__gup_longterm_locked")
+int BPF_PROG(gup_longterm_in)
+{
+	enter(PATH_GUP_LONGTERM, 0, false);
+	return 0;
+}
+
+SEC("fexit/__gup_longterm_locked")
+int BPF_PROG(gup_longterm_out)
+{
+	gup_leave(ctx, PATH_GUP_LONGTERM, 3, false);
+	return 0;
+}
+
+/*
+ * Arguments and return values through bpf_get_func_arg()/_ret(): the
+ * verifier takes a direct context load only for scalars and pointers to
+ * structs, and these functions' signatures differ between kernels.
+ */
+static __always_inline __u64 arg_of(void *ctx, int n)
+{
+	__u64 v = 0;
+
+	bpf_get_func_arg(ctx, n, &v);
+	return v;
+}
+
+static __always_inline long int_ret_of(void *ctx)
+{
+	__u64 v = 0;
+
+	bpf_get_func_ret(ctx, &v);
+	return (long)(int)v;
+}
+
+/* A uapi struct's u64 field, at its fixed offset. */
+static __always_inline __u64 u64_at(__u64 ptr, int off)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (void *)ptr + off);
+	return v;
+}
+
+SEC("fentry/ib_uverbs_reg_mr")
+int BPF_PROG(verbs_reg_mr_in)
+{
+	enter(PATH_VERBS_REG_MR, 0, true);
+	return 0;
+}
+
+SEC("fexit/ib_uverbs_reg_mr")
+int BPF_PROG(verbs_reg_mr_out)
+{
+	leave(PATH_VERBS_REG_MR, int_ret_of(ctx), true);
+	return 0;
+}
+
+/* ib_umem_get() up to 6.x; __ib_umem_get_va() in 7.x: device, addr, size
+ * first in both. mreg_trace.c points the programs at the one there is. */
+SEC("fentry/ib_umem_get")
+int BPF_PROG(verbs_umem_in)
+{
+	__u64 size = arg_of(ctx, 2);
+
+	add_bytes(size);
+	enter(PATH_VERBS_UMEM, size, true);
+	return 0;
+}
+
+SEC("fexit/ib_umem_get")
+int BPF_PROG(verbs_umem_out)
+{
+	__u64 v = 0;
+	long ret;
+
+	/* A struct ib_umem * or an ERR_PTR: the errno in the pointer. */
+	bpf_get_func_ret(ctx, &v);
+	ret = (long)v;
+	leave(PATH_VERBS_UMEM, ret < 0 && ret >= -4095 ? ret : 0, true);
+	return 0;
+}
+
+/* struct vfio_iommu_type1_dma_map and _dma_unmap are uapi (argsz, flags,
+ * vaddr or iova, ...): size sits at offset 24 in the first, 16 in the
+ * second. */
+SEC("fentry/vfio_dma_do_map")
+int BPF_PROG(vfio_map_in)
+{
+	enter(PATH_VFIO_MAP, u64_at(arg_of(ctx, 1), 24), true);
+	return 0;
+}
+
+SEC("fexit/vfio_dma_do_map")
+int BPF_PROG(vfio_map_out)
+{
+	leave(PATH_VFIO_MAP, int_ret_of(ctx), true);
+	return 0;
+}
+
+SEC("fentry/vfio_dma_do_unmap")
+int BPF_PROG(vfio_unmap_in)
+{
+	enter(PATH_VFIO_UNMAP, u64_at(arg_of(ctx, 1), 16), true);
+	return 0;
+}
+
+SEC("fexit/vfio_dma_do_unmap")
+int BPF_PROG(vfio_unmap_out)
+{
+	leave(PATH_VFIO_UNMAP, int_ret_of(ctx), true);
+	return 0;
+}
+
+/*
+ * Where vfio_dma_do_map() and _unmap() are inlined (Debian's 6.12), the
+ * ioctl around them: VFIO_IOMMU_MAP_DMA and _UNMAP_DMA by command, the
+ * size from the caller's struct (fentry runs in its context).
+ */
+#define VFIO_IOMMU_MAP_DMA   0x3b71
+#define VFIO_IOMMU_UNMAP_DMA 0x3b72
+
+static __always_inline int vfio_ioctl_path(void *ctx)
+{
+	__u32 cmd = (__u32)arg_of(ctx, 1);
+
+	if (cmd == VFIO_IOMMU_MAP_DMA)
+		return PATH_VFIO_MAP;
+	if (cmd == VFIO_IOMMU_UNMAP_DMA)
+		return PATH_VFIO_UNMAP;
+	return -1;
+}
+
+SEC("fentry/vfio_iommu_type1_ioctl")
+int BPF_PROG(vfio_ioctl_in)
+{
+	int path = vfio_ioctl_path(ctx);
+	__u64 size = 0;
+
+	if (path < 0)
+		return 0;
+	bpf_probe_read_user(&size, sizeof(size),
+			    (void *)arg_of(ctx, 2) +
+				    (path == PATH_VFIO_MAP ? 24 : 16));
+	enter(path, size, true);
+	return 0;
+}
+
+SEC("fexit/vfio_iommu_type1_ioctl")
+int BPF_PROG(vfio_ioctl_out)
+{
+	__u64 v = 0;
+	int path = vfio_ioctl_path(ctx);
+
+	if (path < 0)
+		return 0;
+	bpf_get_func_ret(ctx, &v);
+	leave(path, (long)v, true);
+	return 0;
+}
+
+SEC("fentry/iommufd_ioas_map")
+int BPF_PROG(iommufd_map_in)
+{
+	enter(PATH_IOMMUFD_MAP, 0, true);
+	return 0;
+}
+
+SEC("fexit/iommufd_ioas_map")
+int BPF_PROG(iommufd_map_out)
+{
+	leave(PATH_IOMMUFD_MAP, int_ret_of(ctx), true);
+	return 0;
+}
+
+/* iopt_map_user_pages(ictx, iopt, iova, uptr, length, prot, flags) */
+SEC("fentry/iopt_map_user_pages")
+int BPF_PROG(iopt_map_in)
+{
+	__u64 length = arg_of(ctx, 4);
+
+	add_bytes(length);
+	enter(PATH_IOPT_MAP, length, true);
+	return 0;
+}
+
+SEC("fexit/iopt_map_user_pages")
+int BPF_PROG(iopt_map_out)
+{
+	leave(PATH_IOPT_MAP, int_ret_of(ctx), true);
+	return 0;
+}
+
+SEC("fentry/io_sqe_buffers_register")
+int BPF_PROG(uring_register_in)
+{
+	enter(PATH_URING_REGISTER, 0, true);
+	return 0;
+}
+
+SEC("fexit/io_sqe_buffers_register")
+int BPF_PROG(uring_register_out)
+{
+	leave(PATH_URING_REGISTER, int_ret_of(ctx), true);
+	return 0;
+}
+
+SEC("fentry/__io_sqe_buffers_update")
+int BPF_PROG(uring_update_in)
+{
+	enter(PATH_URING_UPDATE, 0, true);
+	return 0;
+}
+
+SEC("fexit/__io_sqe_buffers_update")
+int BPF_PROG(uring_update_out)
+{
+	leave(PATH_URING_UPDATE, int_ret_of(ctx), true);
+	return 0;
+}
+
+/* Each buffer io_uring registers, io_sqe_buffer_register(ctx, iov, ...):
+ * its length, to the call above it. */
+SEC("fentry/io_sqe_buffer_register")
+int BPF_PROG(uring_buffer_in)
+{
+	add_bytes(u64_at(arg_of(ctx, 1), 8)); /* struct iovec: iov_len */
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
