@@ -598,9 +598,14 @@ static struct mreg_trace_bpf *load(const struct opts *o)
 		die("none of the paths asked for can be traced on this kernel");
 	err = mreg_trace_bpf__load(s);
 	if (err) {
-		if (err == -EPERM || errno == EPERM)
+		if ((err == -EPERM || errno == EPERM) && geteuid())
 			die("loading BPF programs was refused (%s): mreg-trace "
 			    "needs root, or CAP_BPF and CAP_PERFMON",
+			    strerror(-err));
+		if (err == -EPERM || errno == EPERM)
+			die("the kernel refused BPF tracing programs even to "
+			    "root (%s): lockdown, or a sandbox without BPF "
+			    "tracing",
 			    strerror(-err));
 		die("loading the BPF programs failed: %s", strerror(-err));
 	}
