@@ -22,6 +22,7 @@ make_payload() {
 	cp "$build/tests/clients/pid-folios" "$build/tests/clients/uring-bad-register" \
 		"$build"/libmreg.so.[0-9] "$payload/bin/"
 	[ ! -x "$build/tools/trace/mreg-trace" ] || cp "$build/tools/trace/mreg-trace" "$payload/bin/"
+	[ -z "${MREG_CLIENTS_BENCH:-}" ] || cp "$build/bench/mreg-bench" "$payload/bin/"
 	cp "$here"/tests/* "$payload/tests/"
 	# bench/clients.sh: the timed runs instead of the tests.
 	[ -z "${MREG_CLIENTS_BENCH:-}" ] || cp "$here"/bench/* "$payload/tests/"

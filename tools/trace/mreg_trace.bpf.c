@@ -256,12 +256,16 @@ static __always_inline void leave(__u32 path, long ret, bool consumer)
 
 /* 32 slots, indexed by order & 31: a mask the verifier can bound. */
 #define WALK_SLOTS 32
+/* The pages array is copied in chunks: one helper call per CHUNK pages. */
+#define CHUNK 64
 
 struct walk {
 	struct page **pages;
 	__u64 nr;
 	__u64 i;
+	__u64 chunk_start; /* index of chunk[0]; nr when empty */
 	__u64 order_pages[WALK_SLOTS];
+	unsigned long chunk[CHUNK];
 };
 
 /*
@@ -280,77 +284,110 @@ struct walk_ctx {
 	struct walk *w;
 };
 
-static __always_inline struct page *page_at(struct page **pages, __u64 i)
-{
-	struct page *p = NULL;
+/*
+ * struct page read with plain loads through bpf_rdonly_cast() (untrusted,
+ * fault-safe): a helper call per field would cost more than GUP's own
+ * work per 4 kB page. The words are read through struct range (two u64s)
+ * because the verifier types a load by the first member at its offset:
+ * page->compound_head shares its word with lru.next, a pointer it would
+ * not let us test bit 0 of; and page->flags changed type (unsigned long,
+ * then memdesc_flags_t), which CO-RE does not relocate across. Word 0 of
+ * a struct page is its flags, word 1 its compound_head, in every kernel;
+ * a large folio's order is in its first tail's flags (folio->_flags_1).
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
-	bpf_probe_read_kernel(&p, sizeof(p), &pages[i]);
-	return p;
+static __always_inline struct range *words_of(unsigned long addr)
+{
+	return bpf_rdonly_cast((void *)addr,
+			       bpf_core_type_id_kernel(struct range));
+}
+
+static __always_inline unsigned long page_at(struct walk *w, __u64 i)
+{
+	__u64 n;
+	__u32 sz;
+
+	if (i < w->chunk_start || i >= w->chunk_start + CHUNK) {
+		/* No further than the array's end: past it may fault, and a
+		 * faulting read leaves the whole chunk zeroed. */
+		n = i < w->nr ? w->nr - i : 0;
+		sz = (__u32)(n < CHUNK ? n : CHUNK) * sizeof(unsigned long);
+		if (sz > sizeof(w->chunk))
+			sz = sizeof(w->chunk);
+		w->chunk_start = i;
+		bpf_probe_read_kernel(w->chunk, sz, &w->pages[i]);
+	}
+	return w->chunk[(i - w->chunk_start) & (CHUNK - 1)];
 }
 
 /* The head of @p's folio and its order. */
-static __always_inline unsigned long folio_of(struct page *p, __u32 *order)
+static __always_inline unsigned long folio_of(unsigned long p, __u32 *order)
 {
-	unsigned long head = (unsigned long)p, ch = 0, flags = 0, f1 = 0;
+	__u64 size = bpf_core_type_size(struct page);
+	unsigned long head = p, ch;
+	struct range *pg, *tail;
 
-	bpf_probe_read_kernel(&ch, sizeof(ch),
-			      (void *)p +
-				      bpf_core_field_offset(struct page,
-							    compound_head));
+	*order = 0;
+	pg = words_of(p);
+	if (!pg)
+		return p;
+	ch = pg->end;
 	if (ch & 1)
 		head = ch - 1;
-	/* page->flags opens struct page in every kernel, but its type
-	 * changed (unsigned long, then memdesc_flags_t in 6.18): CO-RE will
-	 * not relocate across that, and needs not. */
-	bpf_probe_read_kernel(&flags, sizeof(flags), (void *)head);
-	*order = 0;
-	if (flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))) {
-		bpf_probe_read_kernel(
-			&f1, sizeof(f1),
-			(void *)head + bpf_core_field_offset(struct folio,
-							     _flags_1));
-		*order = f1 & 0xff;
-	}
+	else if (!(pg->start &
+		   (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return p;
+	tail = words_of(head + size);
+	if (tail)
+		*order = tail->start & 0xff;
 	return head;
 }
 
-/* One folio: from pages[i], the rest of its folio that follows in the
- * array (checked at the folio's last page), then on. */
+/*
+ * One large folio from pages[i] (the rest of it that follows in the
+ * array, checked at its last page), or up to 8 base pages: the callback's
+ * own cost would otherwise be most of the walk's on 4 kB pages.
+ */
+#define SMALL_RUN 8
+
 static long walk_step(__u64 index, struct walk_ctx *ctx)
 {
+	__u64 size = bpf_core_type_size(struct page), nr, pos, step;
 	struct walk *w = ctx->w;
-	__u64 size = bpf_core_type_size(struct page), nr, pos, step = 1;
-	unsigned long head, last_head;
-	struct page *p;
+	unsigned long p, head;
 	__u32 order, o2;
+	int k;
 
-	if (!w || w->i >= w->nr)
-		return 1;
-	p = page_at(w->pages, w->i);
-	if (!p)
-		return 1;
-	head = folio_of(p, &order);
-	order &= WALK_SLOTS - 1;
-	if (order) {
+	for (k = 0; k < SMALL_RUN; k++) {
+		if (!w || w->i >= w->nr)
+			return 1;
+		p = page_at(w, w->i);
+		if (!p)
+			return 1;
+		head = folio_of(p, &order);
+		order &= WALK_SLOTS - 1;
+		if (!order) {
+			w->order_pages[0]++;
+			w->i++;
+			continue;
+		}
 		nr = 1ULL << order;
-		pos = ((unsigned long)p - head) / size;
+		pos = (p - head) / size;
 		step = pos < nr ? nr - pos : 1;
 		if (step > w->nr - w->i)
 			step = w->nr - w->i;
-		last_head = folio_of(page_at(w->pages, w->i + step - 1), &o2);
-		if (step > 1 && last_head != head)
+		if (step > 1 &&
+		    folio_of(page_at(w, w->i + step - 1), &o2) != head)
 			step = 1;
+		/* Re-masked: the verifier sees this access, not the one above. */
+		w->order_pages[order & (WALK_SLOTS - 1)] += step;
+		w->i += step;
+		return 0;
 	}
-	/* Re-masked here: the verifier sees this access, not the one above. */
-	w->order_pages[order & (WALK_SLOTS - 1)] += step;
-	w->i += step;
 	return 0;
 }
 
-/*
- * The pages array is read with bpf_get_func_arg(): the verifier refuses a
- * direct context load of a pointer to a pointer (struct page **).
- */
 static __always_inline void gup_leave(void *ctx, __u32 path, int pages_arg,
 				      bool int_ret)
 {
@@ -379,9 +416,12 @@ static __always_inline void gup_leave(void *ctx, __u32 path, int pages_arg,
 	/* Outermost GUP call with a pages array: its folios. */
 	w = bpf_map_lookup_elem(&walks, &zero);
 	if (w && ret > 0 && pages && t->gup_depth == 1) {
-		__builtin_memset(w, 0, sizeof(*w));
 		w->pages = pages;
 		w->nr = (__u64)ret;
+		w->i = 0;
+		w->chunk_start = w->nr; /* empty */
+		for (i = 0; i < WALK_SLOTS; i++)
+			w->order_pages[i] = 0;
 		wc.w = w;
 		bpf_loop(ret < MAX_WALK ? ret : MAX_WALK, walk_step, &wc, 0);
 		in->pages = (__u64)ret;
@@ -649,6 +689,26 @@ SEC("fexit/io_sqe_buffers_register")
 int BPF_PROG(uring_register_out)
 {
 	leave(PATH_URING_REGISTER, int_ret_of(ctx), true);
+	return 0;
+}
+
+/* Where __io_sqe_buffers_update() is inlined: io_register_rsrc_update()
+ * for IORING_RSRC_BUFFER (its fourth argument), not for files. */
+#define IORING_RSRC_BUFFER 1
+
+SEC("fentry/io_register_rsrc_update")
+int BPF_PROG(uring_rsrc_update_in)
+{
+	if (arg_of(ctx, 3) == IORING_RSRC_BUFFER)
+		enter(PATH_URING_UPDATE, 0, true);
+	return 0;
+}
+
+SEC("fexit/io_register_rsrc_update")
+int BPF_PROG(uring_rsrc_update_out)
+{
+	if (arg_of(ctx, 3) == IORING_RSRC_BUFFER)
+		leave(PATH_URING_UPDATE, int_ret_of(ctx), true);
 	return 0;
 }
 

@@ -344,6 +344,15 @@ static int choose_programs(struct mreg_trace_bpf *s, const struct opts *o,
 		bpf_program__set_autoload(s->progs.vfio_ioctl_in, false);
 		bpf_program__set_autoload(s->progs.vfio_ioctl_out, false);
 	}
+	/* io_uring's update inlined into io_register_rsrc_update(). */
+	if (o->want[PATH_URING_UPDATE] && !active[PATH_URING_UPDATE] &&
+	    btf_has_func("io_register_rsrc_update")) {
+		active[PATH_URING_UPDATE] = true;
+		n++;
+	} else {
+		bpf_program__set_autoload(s->progs.uring_rsrc_update_in, false);
+		bpf_program__set_autoload(s->progs.uring_rsrc_update_out, false);
+	}
 	/* io_uring's per-buffer byte source follows its paths. */
 	if (!(active[PATH_URING_REGISTER] || active[PATH_URING_UPDATE]) ||
 	    !btf_has_func("io_sqe_buffer_register"))
