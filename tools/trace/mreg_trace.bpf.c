@@ -22,16 +22,33 @@
 
 #include "mreg_trace.h"
 
+/* Hash maps allocate on insert (BPF_F_NO_PREALLOC): preallocating every
+ * table's worth of entries made the tracer slow to start, for entries
+ * that are mostly never used. */
+
 #define PAGE_SIZE 4096
 #define MAX_WALK  (1 << 23) /* bpf_loop's own limit */
 
 const volatile __u32 filter_tgid;
 const volatile char filter_comm[MREG_TRACE_COMM_LEN];
 const volatile __u64 min_bytes;
+/* Paths asked for, bit per enum mreg_trace_path: the VFIO ioctl fallback
+ * serves two paths and must record only those wanted. */
+const volatile __u32 want_paths = ~0u;
+
+/* Calls not recorded because a table was full, for the report. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dropped SEC(".maps");
 
 /* A call in flight, per (thread, path). */
 struct inflight {
 	__u64 ts;
+	__u64 end; /* set before the folio walk: its cost is not the call's */
+	__u64 aux; /* kprobes: the pages array, kept for the return probe */
 	__u64 bytes;
 	__u64 pages;
 	__u64 order_pages[MREG_TRACE_ORDERS];
@@ -39,19 +56,23 @@ struct inflight {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, __u64); /* tid << 8 | path */
 	__type(value, struct inflight);
 } inflight SEC(".maps");
 
-/* The outermost consumer path each thread is inside, and its GUP depth. */
+/* The consumer paths each thread is inside (a bit per path; verbs_umem
+ * runs inside verbs_reg_mr, iopt_map inside iommufd_map), and its GUP
+ * depth. */
 struct thread_state {
-	__u32 consumer; /* path + 1; 0: none */
+	__u32 consumers;
 	__u32 gup_depth;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct thread_state);
@@ -59,6 +80,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 8192);
 	__type(key, struct mreg_trace_key);
 	__type(value, struct mreg_trace_stat);
@@ -66,6 +88,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1024);
 	__type(key, struct mreg_trace_err_key);
 	__type(value, __u64);
@@ -84,6 +107,15 @@ static __always_inline __u64 inflight_key(__u32 tid, __u32 path)
 	return (__u64)tid << 8 | path;
 }
 
+/* The process's name, not the calling thread's (QEMU's "CPU 0/TCG"). */
+static __always_inline void process_comm(char *comm)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	bpf_probe_read_kernel_str(comm, MREG_TRACE_COMM_LEN,
+				  task->group_leader->comm);
+}
+
 static __always_inline bool wanted(void)
 {
 	char comm[MREG_TRACE_COMM_LEN];
@@ -93,7 +125,7 @@ static __always_inline bool wanted(void)
 		return false;
 	if (!filter_comm[0])
 		return true;
-	bpf_get_current_comm(comm, sizeof(comm));
+	process_comm(comm);
 	for (i = 0; i < MREG_TRACE_COMM_LEN; i++) {
 		if (comm[i] != filter_comm[i])
 			return false;
@@ -114,27 +146,34 @@ static __always_inline struct thread_state *thread(__u32 tid)
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
-static __always_inline void enter(__u32 path, __u64 bytes, bool consumer)
+static __always_inline void enter_aux(__u32 path, __u64 bytes, bool consumer,
+				      __u64 aux)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 key = inflight_key(tid, path);
 	struct inflight *in, zero = {};
 	struct thread_state *t;
 
-	if (!wanted())
+	if (!(want_paths & (1u << path)) || !wanted())
 		return;
 	t = thread(tid);
 	if (!t)
 		return;
-	if (consumer && !t->consumer)
-		t->consumer = path + 1;
-	if (!consumer)
+	if (consumer)
+		t->consumers |= 1u << path;
+	else
 		t->gup_depth++;
 	zero.bytes = bytes;
+	zero.aux = aux;
 	bpf_map_update_elem(&inflight, &key, &zero, BPF_ANY);
 	in = bpf_map_lookup_elem(&inflight, &key);
 	if (in)
 		in->ts = bpf_ktime_get_ns();
+}
+
+static __always_inline void enter(__u32 path, __u64 bytes, bool consumer)
+{
+	enter_aux(path, bytes, consumer, 0);
 }
 
 static __always_inline struct mreg_trace_stat *stat_of(__u32 tgid, __u32 path)
@@ -150,9 +189,17 @@ static __always_inline struct mreg_trace_stat *stat_of(__u32 tgid, __u32 path)
 	if (!s)
 		return NULL;
 	__builtin_memset(s, 0, sizeof(*s));
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	process_comm(s->comm);
+	/* Another CPU may insert first: then its entry is the one. */
 	bpf_map_update_elem(&stats, &key, s, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&stats, &key);
+	s = bpf_map_lookup_elem(&stats, &key);
+	if (!s) {
+		__u64 *d = bpf_map_lookup_elem(&dropped, &zero);
+
+		if (d)
+			__sync_fetch_and_add(d, 1);
+	}
+	return s;
 }
 
 static __always_inline __u32 log2_slot(__u64 ns)
@@ -172,7 +219,7 @@ static __always_inline __u32 log2_slot(__u64 ns)
 static __always_inline void record(__u32 path, struct inflight *in, long ret)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u64 ns = bpf_ktime_get_ns() - in->ts;
+	__u64 ns = (in->end ? in->end : bpf_ktime_get_ns()) - in->ts;
 	struct mreg_trace_err_key ek = {.tgid = tgid, .path = path};
 	struct mreg_trace_stat *s;
 	__u64 one = 1, *n;
@@ -193,10 +240,12 @@ static __always_inline void record(__u32 path, struct inflight *in, long ret)
 		__sync_fetch_and_add(&s->errors, 1);
 		ek.err = (__s32)-ret;
 		n = bpf_map_lookup_elem(&errors, &ek);
+		if (!n && !bpf_map_update_elem(&errors, &ek, &one, BPF_NOEXIST))
+			return;
+		/* Inserted meanwhile by another CPU: count on it. */
+		n = n ? n : bpf_map_lookup_elem(&errors, &ek);
 		if (n)
 			__sync_fetch_and_add(n, 1);
-		else
-			bpf_map_update_elem(&errors, &ek, &one, BPF_NOEXIST);
 		return;
 	}
 	__sync_fetch_and_add(&s->bytes, in->bytes);
@@ -205,28 +254,40 @@ static __always_inline void record(__u32 path, struct inflight *in, long ret)
 		__sync_fetch_and_add(&s->order_pages[i], in->order_pages[i]);
 }
 
-/* The consumer's in-flight record, for what happens beneath it. */
-static __always_inline struct inflight *consumer_of(__u32 tid)
+/* The in-flight record of consumer path @path of thread @tid, if the
+ * thread is inside it. */
+static __always_inline struct inflight *consumer_rec(__u32 tid, __u32 bits,
+						     int path)
 {
-	struct thread_state *t = bpf_map_lookup_elem(&threads, &tid);
-	__u64 key;
+	__u64 key = inflight_key(tid, path);
 
-	if (!t || !t->consumer)
+	if (!(bits & (1u << path)))
 		return NULL;
-	key = inflight_key(tid, t->consumer - 1);
 	return bpf_map_lookup_elem(&inflight, &key);
 }
 
-/* Bytes a nested call registers, added to the consumer it runs under. */
+static __always_inline __u32 consumers_of(__u32 tid)
+{
+	struct thread_state *t = bpf_map_lookup_elem(&threads, &tid);
+
+	return t ? t->consumers : 0;
+}
+
+/* Bytes a nested call registers, added to every consumer it runs under. */
 static __always_inline void add_bytes(__u64 bytes)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), bits;
 	struct inflight *c;
+	int p;
 
 	if (!wanted())
 		return;
-	c = consumer_of((__u32)bpf_get_current_pid_tgid());
-	if (c)
-		__sync_fetch_and_add(&c->bytes, bytes);
+	bits = consumers_of(tid);
+	for (p = PATH_VERBS_REG_MR; p < PATH_NR; p++) {
+		c = consumer_rec(tid, bits, p);
+		if (c)
+			__sync_fetch_and_add(&c->bytes, bytes);
+	}
 }
 
 static __always_inline void leave(__u32 path, long ret, bool consumer)
@@ -244,11 +305,11 @@ static __always_inline void leave(__u32 path, long ret, bool consumer)
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return;
-	if (consumer && t->consumer == path + 1)
-		t->consumer = 0;
-	if (!consumer && t->gup_depth)
+	if (consumer)
+		t->consumers &= ~(1u << path);
+	else if (t->gup_depth)
 		t->gup_depth--;
-	if (!t->consumer && !t->gup_depth)
+	if (!t->consumers && !t->gup_depth)
 		bpf_map_delete_elem(&threads, &tid);
 }
 
@@ -271,18 +332,24 @@ struct walk {
 /*
  * The walk's state lives in a map, not on the stack: the verifier tracks
  * stack values exactly and would verify the bpf_loop() callback once per
- * value the index takes; map memory it does not track.
+ * value the index takes; map memory it does not track. One per thread:
+ * a tracing program can be preempted (PREEMPT_LAZY, preempt=full), and
+ * another thread's walk on the same CPU must not overwrite this one.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tid: a walk can be preempted, not shared */
 	__type(value, struct walk);
 } walks SEC(".maps");
 
 struct walk_ctx {
 	struct walk *w;
 };
+
+/* Too large for the stack: the zeroed walk to insert. */
+static const struct walk walk_zero;
 
 /*
  * struct page read with plain loads through bpf_rdonly_cast() (untrusted,
@@ -321,7 +388,22 @@ static __always_inline unsigned long page_at(struct walk *w, __u64 i)
 	return w->chunk[(i - w->chunk_start) & (CHUNK - 1)];
 }
 
-/* The head of @p's folio and its order. */
+/*
+ * 7.x with HVO-friendly vmemmap (CONFIG_HUGETLB_PAGE_OPTIMIZE_VMEMMAP,
+ * struct page a power of two in size) keeps in a tail's compound_info a
+ * mask that rounds the tail's address down to its head, where earlier
+ * kernels keep head + 1. The two are told apart by value, not by kernel
+ * config (which /proc may not expose): such a mask is ones down to a
+ * power of two, which no struct page address in the vmemmap area is.
+ */
+static __always_inline bool is_head_mask(unsigned long info)
+{
+	unsigned long mask = info & ~1UL;
+
+	return mask && (mask | (mask - 1)) == ~0UL;
+}
+
+/* The head of @p's folio and its order: _compound_head(), read. */
 static __always_inline unsigned long folio_of(unsigned long p, __u32 *order)
 {
 	__u64 size = bpf_core_type_size(struct page);
@@ -333,7 +415,9 @@ static __always_inline unsigned long folio_of(unsigned long p, __u32 *order)
 	if (!pg)
 		return p;
 	ch = pg->end;
-	if (ch & 1)
+	if ((ch & 1) && is_head_mask(ch))
+		head = p & ch;
+	else if (ch & 1)
 		head = ch - 1;
 	else if (!(pg->start &
 		   (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
@@ -380,7 +464,8 @@ static long walk_step(__u64 index, struct walk_ctx *ctx)
 		if (step > 1 &&
 		    folio_of(page_at(w, w->i + step - 1), &o2) != head)
 			step = 1;
-		/* Re-masked: the verifier sees this access, not the one above. */
+		/* Re-masked: the verifier sees this access, not the one above.
+		 */
 		w->order_pages[order & (WALK_SLOTS - 1)] += step;
 		w->i += step;
 		return 0;
@@ -388,57 +473,71 @@ static long walk_step(__u64 index, struct walk_ctx *ctx)
 	return 0;
 }
 
-static __always_inline void gup_leave(void *ctx, __u32 path, int pages_arg,
-				      bool int_ret)
+static __always_inline void gup_done(__u32 path, struct page **pages, long ret)
 {
-	struct page **pages = NULL;
-	__u64 arg = 0, rv = 0;
-	long ret;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 key = inflight_key(tid, path);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), bits;
+	__u64 key = inflight_key(tid, path), end = bpf_ktime_get_ns();
 	struct thread_state *t = bpf_map_lookup_elem(&threads, &tid);
-	struct inflight *in, *c;
 	struct walk_ctx wc;
+	struct inflight *in, *c;
 	struct walk *w;
-	__u32 zero = 0;
-	int i;
+	int i, p;
 
-	bpf_get_func_arg(ctx, pages_arg, &arg);
-	bpf_get_func_ret(ctx, &rv);
-	pages = (struct page **)arg;
-	/* int or long: pin_user_pages_fast() returns int. */
-	ret = int_ret ? (long)(int)rv : (long)rv;
 	in = bpf_map_lookup_elem(&inflight, &key);
 	if (!in || !t)
 		goto out;
+	in->end = end;
 	if (ret > 0)
 		in->bytes = (__u64)ret * PAGE_SIZE;
 	/* Outermost GUP call with a pages array: its folios. */
-	w = bpf_map_lookup_elem(&walks, &zero);
-	if (w && ret > 0 && pages && t->gup_depth == 1) {
-		w->pages = pages;
-		w->nr = (__u64)ret;
-		w->i = 0;
-		w->chunk_start = w->nr; /* empty */
-		for (i = 0; i < WALK_SLOTS; i++)
-			w->order_pages[i] = 0;
-		wc.w = w;
-		bpf_loop(ret < MAX_WALK ? ret : MAX_WALK, walk_step, &wc, 0);
-		in->pages = (__u64)ret;
-		/* Branch-free loops: the verifier walks each branch per
-		 * iteration. */
+	if (ret <= 0 || !pages || t->gup_depth != 1)
+		goto out;
+	bpf_map_update_elem(&walks, &tid, &walk_zero, BPF_ANY);
+	w = bpf_map_lookup_elem(&walks, &tid);
+	if (!w)
+		goto out;
+	w->pages = pages;
+	w->nr = (__u64)ret;
+	w->chunk_start = w->nr; /* empty */
+	wc.w = w;
+	bpf_loop(ret < MAX_WALK ? ret : MAX_WALK, walk_step, &wc, 0);
+	in->pages = (__u64)ret;
+	/* Branch-free loops: the verifier walks each branch per iteration. */
+	for (i = 0; i < MREG_TRACE_ORDERS; i++)
+		in->order_pages[i] = w->order_pages[i];
+	bits = t->consumers;
+	for (p = PATH_VERBS_REG_MR; p < PATH_NR; p++) {
+		c = consumer_rec(tid, bits, p);
+		if (!c)
+			continue;
+		__sync_fetch_and_add(&c->pages, (__u64)ret);
 		for (i = 0; i < MREG_TRACE_ORDERS; i++)
-			in->order_pages[i] = w->order_pages[i];
-		c = consumer_of(tid);
-		if (c) {
-			__sync_fetch_and_add(&c->pages, (__u64)ret);
-			for (i = 0; i < MREG_TRACE_ORDERS; i++)
-				__sync_fetch_and_add(&c->order_pages[i],
-						     w->order_pages[i]);
-		}
+			__sync_fetch_and_add(&c->order_pages[i],
+					     w->order_pages[i]);
 	}
+	bpf_map_delete_elem(&walks, &tid);
 out:
 	leave(path, ret, false);
+}
+
+static __always_inline void gup_leave(void *ctx, __u32 path, int pages_arg,
+				      bool int_ret)
+{
+	__u64 arg = 0, rv = 0;
+
+	bpf_get_func_arg(ctx, pages_arg, &arg);
+	bpf_get_func_ret(ctx, &rv);
+	/* int or long: pin_user_pages_fast() returns int. */
+	gup_done(path, (struct page **)arg, int_ret ? (long)(int)rv : (long)rv);
+}
+
+/* A return probe: the pages array its entry probe kept. */
+static __always_inline void gup_kret(__u32 path, long ret)
+{
+	__u64 key = inflight_key((__u32)bpf_get_current_pid_tgid(), path);
+	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
+
+	gup_done(path, in ? (struct page **)in->aux : NULL, ret);
 }
 
 /* ---- the paths ----------------------------------------------------------- */
@@ -618,18 +717,29 @@ static __always_inline int vfio_ioctl_path(void *ctx)
 	return -1;
 }
 
+/* The size is read on return: the kernel has copied the struct by then,
+ * so its page is resident (a non-sleepable probe cannot fault it in). */
+static __always_inline void vfio_ioctl_leave(int path, __u64 uarg, long ret)
+{
+	__u64 key = inflight_key((__u32)bpf_get_current_pid_tgid(), path);
+	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
+	__u64 size = 0;
+
+	if (!in)
+		return;
+	bpf_probe_read_user(&size, sizeof(size),
+			    (void *)uarg + (path == PATH_VFIO_MAP ? 24 : 16));
+	in->bytes = size;
+	leave(path, ret, true);
+}
+
 SEC("fentry/vfio_iommu_type1_ioctl")
 int BPF_PROG(vfio_ioctl_in)
 {
 	int path = vfio_ioctl_path(ctx);
-	__u64 size = 0;
 
-	if (path < 0)
-		return 0;
-	bpf_probe_read_user(&size, sizeof(size),
-			    (void *)arg_of(ctx, 2) +
-				    (path == PATH_VFIO_MAP ? 24 : 16));
-	enter(path, size, true);
+	if (path >= 0)
+		enter(path, 0, true);
 	return 0;
 }
 
@@ -642,7 +752,7 @@ int BPF_PROG(vfio_ioctl_out)
 	if (path < 0)
 		return 0;
 	bpf_get_func_ret(ctx, &v);
-	leave(path, (long)v, true);
+	vfio_ioctl_leave(path, arg_of(ctx, 2), (long)v);
 	return 0;
 }
 
@@ -732,6 +842,145 @@ SEC("fentry/io_sqe_buffer_register")
 int BPF_PROG(uring_buffer_in)
 {
 	add_bytes(u64_at(arg_of(ctx, 1), 8)); /* struct iovec: iov_len */
+	return 0;
+}
+
+/* ---- kprobes: the same paths where fentry cannot attach (--kprobes) --- */
+
+#define KPAIR_GUP(name, fn, path, pages_parm, int_ret)                    \
+	SEC("kprobe/" #fn)                                                \
+	int BPF_KPROBE(k_##name##_in)                                     \
+	{                                                                 \
+		enter_aux(path, 0, false, PT_REGS_PARM##pages_parm(ctx)); \
+		return 0;                                                 \
+	}                                                                 \
+	SEC("kretprobe/" #fn)                                             \
+	int BPF_KRETPROBE(k_##name##_out)                                 \
+	{                                                                 \
+		long rc = PT_REGS_RC(ctx);                                \
+		gup_kret(path, int_ret ? (long)(int)rc : rc);             \
+		return 0;                                                 \
+	}
+
+KPAIR_GUP(pup_fast, pin_user_pages_fast, PATH_PUP_FAST, 4, true)
+KPAIR_GUP(gup_fast, get_user_pages_fast, PATH_GUP_FAST, 4, true)
+KPAIR_GUP(pup_remote, pin_user_pages_remote, PATH_PUP_REMOTE, 5, false)
+KPAIR_GUP(gup_longterm, __gup_longterm_locked, PATH_GUP_LONGTERM, 4, false)
+
+/* Consumers whose size is known at entry, or added from beneath. */
+#define KPAIR(name, fn, path, bytes_expr, ret_expr) \
+	SEC("kprobe/" #fn)                          \
+	int BPF_KPROBE(k_##name##_in)               \
+	{                                           \
+		enter(path, bytes_expr, true);      \
+		return 0;                           \
+	}                                           \
+	SEC("kretprobe/" #fn)                       \
+	int BPF_KRETPROBE(k_##name##_out)           \
+	{                                           \
+		long rc = PT_REGS_RC(ctx);          \
+		leave(path, ret_expr, true);        \
+		return 0;                           \
+	}
+
+KPAIR(verbs_reg_mr, ib_uverbs_reg_mr, PATH_VERBS_REG_MR, 0, (int)rc)
+KPAIR(vfio_map, vfio_dma_do_map, PATH_VFIO_MAP, u64_at(PT_REGS_PARM2(ctx), 24),
+      (int)rc)
+KPAIR(vfio_unmap, vfio_dma_do_unmap, PATH_VFIO_UNMAP,
+      u64_at(PT_REGS_PARM2(ctx), 16), (int)rc)
+KPAIR(iommufd_map, iommufd_ioas_map, PATH_IOMMUFD_MAP, 0, (int)rc)
+KPAIR(uring_register, io_sqe_buffers_register, PATH_URING_REGISTER, 0, (int)rc)
+KPAIR(uring_update, __io_sqe_buffers_update, PATH_URING_UPDATE, 0, (int)rc)
+
+SEC("kprobe/ib_umem_get")
+int BPF_KPROBE(k_verbs_umem_in)
+{
+	__u64 size = PT_REGS_PARM3(ctx);
+
+	add_bytes(size);
+	enter(PATH_VERBS_UMEM, size, true);
+	return 0;
+}
+
+SEC("kretprobe/ib_umem_get")
+int BPF_KRETPROBE(k_verbs_umem_out)
+{
+	long rc = PT_REGS_RC(ctx);
+
+	leave(PATH_VERBS_UMEM, rc < 0 && rc >= -4095 ? rc : 0, true);
+	return 0;
+}
+
+SEC("kprobe/iopt_map_user_pages")
+int BPF_KPROBE(k_iopt_map_in)
+{
+	__u64 length = PT_REGS_PARM5(ctx);
+
+	add_bytes(length);
+	enter(PATH_IOPT_MAP, length, true);
+	return 0;
+}
+
+SEC("kretprobe/iopt_map_user_pages")
+int BPF_KRETPROBE(k_iopt_map_out)
+{
+	leave(PATH_IOPT_MAP, (int)PT_REGS_RC(ctx), true);
+	return 0;
+}
+
+SEC("kprobe/vfio_iommu_type1_ioctl")
+int BPF_KPROBE(k_vfio_ioctl_in)
+{
+	__u32 cmd = (__u32)PT_REGS_PARM2(ctx);
+	int path = cmd == VFIO_IOMMU_MAP_DMA	 ? PATH_VFIO_MAP
+		   : cmd == VFIO_IOMMU_UNMAP_DMA ? PATH_VFIO_UNMAP
+						 : -1;
+
+	/* The user pointer kept for the return probe (aux). */
+	if (path >= 0)
+		enter_aux(path, 0, true, PT_REGS_PARM3(ctx));
+	return 0;
+}
+
+/* Whichever of map and unmap its entry began: the other finds nothing. */
+static __always_inline void vfio_kret(int path, long rc)
+{
+	__u64 key = inflight_key((__u32)bpf_get_current_pid_tgid(), path);
+	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
+
+	if (in)
+		vfio_ioctl_leave(path, in->aux, rc);
+}
+
+SEC("kretprobe/vfio_iommu_type1_ioctl")
+int BPF_KRETPROBE(k_vfio_ioctl_out)
+{
+	long rc = PT_REGS_RC(ctx);
+
+	vfio_kret(PATH_VFIO_MAP, rc);
+	vfio_kret(PATH_VFIO_UNMAP, rc);
+	return 0;
+}
+
+SEC("kprobe/io_register_rsrc_update")
+int BPF_KPROBE(k_uring_rsrc_update_in)
+{
+	if (PT_REGS_PARM4(ctx) == IORING_RSRC_BUFFER)
+		enter(PATH_URING_UPDATE, 0, true);
+	return 0;
+}
+
+SEC("kretprobe/io_register_rsrc_update")
+int BPF_KRETPROBE(k_uring_rsrc_update_out)
+{
+	leave(PATH_URING_UPDATE, (int)PT_REGS_RC(ctx), true);
+	return 0;
+}
+
+SEC("kprobe/io_sqe_buffer_register")
+int BPF_KPROBE(k_uring_buffer_in)
+{
+	add_bytes(u64_at(PT_REGS_PARM2(ctx), 8));
 	return 0;
 }
 

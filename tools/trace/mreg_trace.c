@@ -67,6 +67,7 @@ struct opts {
 	bool path_given;
 	enum output out;
 	bool verbose;
+	bool kprobes; /* --kprobes: kprobes even where fentry would do */
 };
 
 static volatile sig_atomic_t stop;
@@ -83,6 +84,7 @@ static void usage(FILE *f)
 		   "COMM]\n"
 		   "                  [--path LIST] [--min-bytes N] [-o "
 		   "table|json|csv]\n"
+		   "                  [--kprobes] [-v]\n"
 		   "Paths (or groups gup, verbs, vfio, iommufd, io_uring):");
 	for (int i = 0; i < PATH_NR; i++)
 		fprintf(f, " %s", paths[i].name);
@@ -102,6 +104,20 @@ static int die(const char *fmt, ...)
 	exit(1);
 }
 
+/* A bad argument: the message, and exit status 2 as for usage. */
+static void bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void bad_arg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "mreg-trace: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
 static void select_paths(struct opts *o, char *list)
 {
 	char *tok, *save = NULL;
@@ -117,7 +133,7 @@ static void select_paths(struct opts *o, char *list)
 				o->want[i] = hit = true;
 		if (!hit) {
 			usage(stderr);
-			die("--path: unknown path '%s'", tok);
+			bad_arg("--path: unknown path '%s'", tok);
 		}
 	}
 }
@@ -128,7 +144,8 @@ static double parse_seconds(const char *arg, const char *opt)
 	double v = strtod(arg, &end);
 
 	if (*end || v <= 0)
-		die("%s: '%s' is not a positive number of seconds", opt, arg);
+		bad_arg("%s: '%s' is not a positive number of seconds", opt,
+			arg);
 	return v;
 }
 
@@ -143,6 +160,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{"min-bytes", required_argument, NULL, 'm'},
 		{"output", required_argument, NULL, 'o'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"kprobes", no_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -164,12 +182,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'p':
 			o->pid = (pid_t)strtol(optarg, &end, 10);
 			if (*end || o->pid <= 0)
-				die("--pid: '%s' is not a process id", optarg);
+				bad_arg("--pid: '%s' is not a process id",
+					optarg);
 			break;
 		case 'c':
 			if (strlen(optarg) >= MREG_TRACE_COMM_LEN)
-				die("--comm: '%s' is longer than a comm (%d)",
-				    optarg, MREG_TRACE_COMM_LEN - 1);
+				bad_arg("--comm: '%s' is longer than a comm "
+					"(%d)",
+					optarg, MREG_TRACE_COMM_LEN - 1);
 			o->comm = optarg;
 			break;
 		case 'P':
@@ -181,8 +201,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			errno = 0;
 			o->min_bytes = strtoull(optarg, &end, 0);
 			if (errno || *end)
-				die("--min-bytes: '%s' is not a byte count",
-				    optarg);
+				bad_arg("--min-bytes: '%s' is not a byte count",
+					optarg);
 			break;
 		case 'o':
 			if (!strcmp(optarg, "table"))
@@ -192,11 +212,14 @@ static void parse(int argc, char **argv, struct opts *o)
 			else if (!strcmp(optarg, "csv"))
 				o->out = OUT_CSV;
 			else
-				die("-o: '%s' is not table, json or csv",
-				    optarg);
+				bad_arg("-o: '%s' is not table, json or csv",
+					optarg);
 			break;
 		case 'v':
 			o->verbose = true;
+			break;
+		case 'K':
+			o->kprobes = true;
 			break;
 		case 'V':
 			printf("mreg-trace %s\n", MREG_VERSION_STRING);
@@ -211,7 +234,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc) {
 		usage(stderr);
-		die("unexpected argument '%s'", argv[optind]);
+		bad_arg("unexpected argument '%s'", argv[optind]);
 	}
 }
 
@@ -244,7 +267,7 @@ static void load_module_btfs(void)
 			continue;
 		modules = realloc(modules, (nr_modules + 1) * sizeof(*modules));
 		if (!modules)
-			die("out of memory");
+			bad_arg("out of memory");
 		modules[nr_modules++].btf = b;
 	}
 	closedir(dir);
@@ -262,11 +285,65 @@ static bool btf_has_func(const char *func)
 	return false;
 }
 
+/* Kernel functions by name in /proc/kallsyms, read once: where a path
+ * cannot take fentry, a kprobe needs only the symbol. */
+static const char *const ksym_wanted[] = {
+	"pin_user_pages_fast",	   "get_user_pages_fast",
+	"pin_user_pages_remote",   "__gup_longterm_locked",
+	"ib_uverbs_reg_mr",	   "ib_umem_get",
+	"__ib_umem_get_va",	   "vfio_dma_do_map",
+	"vfio_dma_do_unmap",	   "iommufd_ioas_map",
+	"iopt_map_user_pages",	   "io_sqe_buffers_register",
+	"__io_sqe_buffers_update", "vfio_iommu_type1_ioctl",
+	"io_register_rsrc_update", "io_sqe_buffer_register",
+};
+#define NR_KSYM (sizeof(ksym_wanted) / sizeof(ksym_wanted[0]))
+static bool ksym_found[NR_KSYM];
+
+/* One pass, cheap per line: 150k lines take seconds under emulation
+ * with sscanf(). Lines are "ADDR TYPE NAME[\t[module]]". */
+static void read_kallsyms(void)
+{
+	static bool done;
+	char line[512], *type, *name, *end;
+	FILE *f;
+
+	if (done)
+		return;
+	done = true;
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		type = strchr(line, ' ');
+		if (!type || (type[1] != 't' && type[1] != 'T') ||
+		    type[2] != ' ')
+			continue;
+		name = type + 3;
+		end = name + strcspn(name, "\t\n");
+		*end = '\0';
+		for (size_t i = 0; i < NR_KSYM; i++)
+			if (name[0] == ksym_wanted[i][0] &&
+			    !strcmp(name, ksym_wanted[i]))
+				ksym_found[i] = true;
+	}
+	fclose(f);
+}
+
+static bool ksym_has(const char *func)
+{
+	read_kallsyms();
+	for (size_t i = 0; i < NR_KSYM; i++)
+		if (!strcmp(func, ksym_wanted[i]))
+			return ksym_found[i];
+	return false;
+}
+
 struct prog_pair {
 	struct bpf_program *in, *out;
 };
 
-static struct prog_pair progs_of(struct mreg_trace_bpf *s, int path)
+static struct prog_pair fentry_of(struct mreg_trace_bpf *s, int path)
 {
 	struct bpf_program *p[PATH_NR][2] = {
 		{s->progs.pup_fast_in, s->progs.pup_fast_out},
@@ -286,77 +363,173 @@ static struct prog_pair progs_of(struct mreg_trace_bpf *s, int path)
 	return (struct prog_pair){p[path][0], p[path][1]};
 }
 
+static struct prog_pair kprobe_of(struct mreg_trace_bpf *s, int path)
+{
+	struct bpf_program *p[PATH_NR][2] = {
+		{s->progs.k_pup_fast_in, s->progs.k_pup_fast_out},
+		{s->progs.k_gup_fast_in, s->progs.k_gup_fast_out},
+		{s->progs.k_pup_remote_in, s->progs.k_pup_remote_out},
+		{s->progs.k_gup_longterm_in, s->progs.k_gup_longterm_out},
+		{s->progs.k_verbs_reg_mr_in, s->progs.k_verbs_reg_mr_out},
+		{s->progs.k_verbs_umem_in, s->progs.k_verbs_umem_out},
+		{s->progs.k_vfio_map_in, s->progs.k_vfio_map_out},
+		{s->progs.k_vfio_unmap_in, s->progs.k_vfio_unmap_out},
+		{s->progs.k_iommufd_map_in, s->progs.k_iommufd_map_out},
+		{s->progs.k_iopt_map_in, s->progs.k_iopt_map_out},
+		{s->progs.k_uring_register_in, s->progs.k_uring_register_out},
+		{s->progs.k_uring_update_in, s->progs.k_uring_update_out},
+	};
+
+	return (struct prog_pair){p[path][0], p[path][1]};
+}
+
+/* Kprobe pairs to attach by hand after load: their function can differ
+ * from the one in their section name (7.x's __ib_umem_get_va). */
+static struct kattach {
+	struct prog_pair pp;
+	const char *func;
+	bool has_out;
+} kattach[PATH_NR + 4];
+static size_t nr_kattach;
+static struct bpf_link *klinks[128];
+static size_t nr_klinks;
+
+static void set_pair(struct prog_pair pp, bool on)
+{
+	if (pp.in)
+		bpf_program__set_autoload(pp.in, on);
+	if (pp.out)
+		bpf_program__set_autoload(pp.out, on);
+}
+
+/*
+ * One pair of programs for @func: fentry/fexit where its BTF is there
+ * (and --kprobes is not given), else a kprobe pair where kallsyms has it.
+ * Returns "fentry", "kprobe" or NULL.
+ */
+static const char *pick(const struct opts *o, struct prog_pair fe,
+			struct prog_pair kp, const char *func, bool fe_target)
+{
+	if (!o->kprobes && btf_has_func(func)) {
+		set_pair(kp, false);
+		if (fe_target) {
+			bpf_program__set_attach_target(fe.in, 0, func);
+			if (fe.out)
+				bpf_program__set_attach_target(fe.out, 0, func);
+		}
+		return "fentry";
+	}
+	set_pair(fe, false);
+	if (!ksym_has(func)) {
+		set_pair(kp, false);
+		return NULL;
+	}
+	bpf_program__set_autoattach(kp.in, false);
+	if (kp.out)
+		bpf_program__set_autoattach(kp.out, false);
+	kattach[nr_kattach++] =
+		(struct kattach){.pp = kp, .func = func, .has_out = kp.out};
+	return "kprobe";
+}
+
+static void say(const struct opts *o, const char *path, const char *how,
+		const char *func)
+{
+	if (o->verbose)
+		fprintf(stderr, "mreg-trace: path %s: %s on %s()\n", path, how,
+			func);
+}
+
+/*
+ * Where VFIO's map/unmap or io_uring's update are inlined, the function
+ * around them; and io_uring's per-buffer byte source.
+ */
+static int choose_fallbacks(struct mreg_trace_bpf *s, const struct opts *o,
+			    bool *active)
+{
+	struct prog_pair vfe = {s->progs.vfio_ioctl_in,
+				s->progs.vfio_ioctl_out};
+	struct prog_pair vkp = {s->progs.k_vfio_ioctl_in,
+				s->progs.k_vfio_ioctl_out};
+	struct prog_pair ufe = {s->progs.uring_rsrc_update_in,
+				s->progs.uring_rsrc_update_out};
+	struct prog_pair ukp = {s->progs.k_uring_rsrc_update_in,
+				s->progs.k_uring_rsrc_update_out};
+	struct prog_pair bfe = {s->progs.uring_buffer_in, NULL};
+	struct prog_pair bkp = {s->progs.k_uring_buffer_in, NULL};
+	const char *how;
+	int n = 0;
+
+	if ((o->want[PATH_VFIO_MAP] || o->want[PATH_VFIO_UNMAP]) &&
+	    !active[PATH_VFIO_MAP] && !active[PATH_VFIO_UNMAP] &&
+	    (how = pick(o, vfe, vkp, "vfio_iommu_type1_ioctl", false))) {
+		for (int i = PATH_VFIO_MAP; i <= PATH_VFIO_UNMAP; i++)
+			if (o->want[i]) {
+				active[i] = true;
+				n++;
+				say(o, paths[i].name, how,
+				    "vfio_iommu_type1_ioctl");
+			}
+	} else {
+		set_pair(vfe, false);
+		set_pair(vkp, false);
+	}
+	if (o->want[PATH_URING_UPDATE] && !active[PATH_URING_UPDATE] &&
+	    (how = pick(o, ufe, ukp, "io_register_rsrc_update", false))) {
+		active[PATH_URING_UPDATE] = true;
+		n++;
+		say(o, paths[PATH_URING_UPDATE].name, how,
+		    "io_register_rsrc_update");
+	} else {
+		set_pair(ufe, false);
+		set_pair(ukp, false);
+	}
+	if (!(active[PATH_URING_REGISTER] || active[PATH_URING_UPDATE]) ||
+	    !pick(o, bfe, bkp, "io_sqe_buffer_register", false)) {
+		set_pair(bfe, false);
+		set_pair(bkp, false);
+	}
+	return n;
+}
+
 /* Point each wanted path at the function this kernel has, or leave it
  * out saying why. Returns the number of paths attached. */
 static int choose_programs(struct mreg_trace_bpf *s, const struct opts *o,
 			   bool *active)
 {
+	const char *how = NULL, *func;
 	int n = 0;
 
 	for (int i = 0; i < PATH_NR; i++) {
-		struct prog_pair pp = progs_of(s, i);
-		const char *func = NULL;
-
 		active[i] = false;
-		for (int v = 0; o->want[i] && v < 2 && paths[i].funcs[v]; v++)
-			if (btf_has_func(paths[i].funcs[v])) {
-				func = paths[i].funcs[v];
-				break;
-			}
-		if (!func) {
-			bpf_program__set_autoload(pp.in, false);
-			bpf_program__set_autoload(pp.out, false);
-			if (o->want[i] && (o->path_given || o->verbose))
-				fprintf(stderr,
-					"mreg-trace: path %s: %s is not in "
-					"this "
-					"kernel's BTF (its module not loaded, "
-					"or the function inlined): not "
-					"traced\n",
-					paths[i].name, paths[i].funcs[0]);
-			continue;
+		how = NULL;
+		func = paths[i].funcs[0];
+		for (int v = 0;
+		     o->want[i] && !how && v < 2 && paths[i].funcs[v]; v++) {
+			func = paths[i].funcs[v];
+			how = pick(o, fentry_of(s, i), kprobe_of(s, i), func,
+				   v > 0);
 		}
-		if (strcmp(func, paths[i].funcs[0])) {
-			bpf_program__set_attach_target(pp.in, 0, func);
-			bpf_program__set_attach_target(pp.out, 0, func);
+		if (!o->want[i]) {
+			set_pair(fentry_of(s, i), false);
+			set_pair(kprobe_of(s, i), false);
 		}
-		active[i] = true;
-		n++;
+		if (how) {
+			active[i] = true;
+			n++;
+			say(o, paths[i].name, how, func);
+		} else if (o->want[i] && (o->path_given || o->verbose) &&
+			   i != PATH_VFIO_MAP && i != PATH_VFIO_UNMAP &&
+			   i != PATH_URING_UPDATE) {
+			fprintf(stderr,
+				"mreg-trace: path %s: %s is neither in this "
+				"kernel's BTF nor in kallsyms (its module not "
+				"loaded, or the function inlined): not "
+				"traced\n",
+				paths[i].name, paths[i].funcs[0]);
+		}
 	}
-	/* VFIO's map and unmap inlined into its ioctl: trace the ioctl. */
-	bool vfio_inlined =
-		(o->want[PATH_VFIO_MAP] && !active[PATH_VFIO_MAP]) ||
-		(o->want[PATH_VFIO_UNMAP] && !active[PATH_VFIO_UNMAP]);
-	if (vfio_inlined && !active[PATH_VFIO_MAP] &&
-	    !active[PATH_VFIO_UNMAP] &&
-	    btf_has_func("vfio_iommu_type1_ioctl")) {
-		for (int i = PATH_VFIO_MAP; i <= PATH_VFIO_UNMAP; i++)
-			if (o->want[i]) {
-				active[i] = true;
-				n++;
-				if (o->verbose)
-					fprintf(stderr,
-						"mreg-trace: path %s: through "
-						"vfio_iommu_type1_ioctl()\n",
-						paths[i].name);
-			}
-	} else {
-		bpf_program__set_autoload(s->progs.vfio_ioctl_in, false);
-		bpf_program__set_autoload(s->progs.vfio_ioctl_out, false);
-	}
-	/* io_uring's update inlined into io_register_rsrc_update(). */
-	if (o->want[PATH_URING_UPDATE] && !active[PATH_URING_UPDATE] &&
-	    btf_has_func("io_register_rsrc_update")) {
-		active[PATH_URING_UPDATE] = true;
-		n++;
-	} else {
-		bpf_program__set_autoload(s->progs.uring_rsrc_update_in, false);
-		bpf_program__set_autoload(s->progs.uring_rsrc_update_out, false);
-	}
-	/* io_uring's per-buffer byte source follows its paths. */
-	if (!(active[PATH_URING_REGISTER] || active[PATH_URING_UPDATE]) ||
-	    !btf_has_func("io_sqe_buffer_register"))
-		bpf_program__set_autoload(s->progs.uring_buffer_in, false);
+	n += choose_fallbacks(s, o, active);
 	return n;
 }
 
@@ -431,6 +604,42 @@ static void folio_text(const struct mreg_trace_stat *st, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
+/* EFAULT, or E512 for what libc has no name for (the kernel's own
+ * ERESTARTSYS and kin). */
+static const char *errno_name(int err)
+{
+	static char buf[16];
+	const char *name = strerrorname_np(err);
+
+	if (name)
+		return name;
+	snprintf(buf, sizeof(buf), "E%d", err);
+	return buf;
+}
+
+/* A comm for JSON or CSV: quotes, backslashes and controls escaped (a
+ * process names itself). */
+static const char *escaped(const char *comm, bool json)
+{
+	static char buf[8 * MREG_TRACE_COMM_LEN];
+	size_t o = 0;
+
+	for (const char *c = comm; *c && c < comm + MREG_TRACE_COMM_LEN; c++) {
+		unsigned char ch = (unsigned char)*c;
+
+		if (json && (ch == '"' || ch == '\\'))
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\\%c",
+					      ch);
+		else if (ch < 0x20 || ch == 0x7f || (!json && ch == ','))
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+					      json ? "\\u%04x" : "%%%02x", ch);
+		else
+			buf[o++] = (char)ch;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 static void errors_text(int fd, const struct mreg_trace_key *k, char *buf,
 			size_t len, bool json)
 {
@@ -446,10 +655,7 @@ static void errors_text(int fd, const struct mreg_trace_key *k, char *buf,
 				buf + used, len - used,
 				json ? "%s\"%s\": %llu" : "%s%s:%llu",
 				used ? (json ? ", " : " ") : "",
-				strerrorname_np(next.err)
-					? strerrorname_np(next.err)
-					: "E?",
-				count);
+				errno_name(next.err), count);
 		key = next;
 		prev = &key;
 	}
@@ -511,7 +717,7 @@ static void print_json(const struct row *r, size_t n, int err_fd)
 		       "\"calls\": %llu, \"bytes\": %llu"
 		       ", \"pages\": %llu, \"errors\": %llu"
 		       ", \"ns\": %llu, \"folio_pages\": {",
-		       i ? "," : "", r[i].key.tgid, st->comm,
+		       i ? "," : "", r[i].key.tgid, escaped(st->comm, true),
 		       paths[r[i].key.path].name, st->calls, st->bytes,
 		       st->pages, st->errors, st->ns);
 		first = true;
@@ -544,9 +750,9 @@ static void print_csv(const struct row *r, size_t n, int err_fd)
 		errors_text(err_fd, &r[i].key, errs, sizeof(errs), false);
 		printf("%u,%s,%s,%llu,%llu,%llu,%llu"
 		       ",%llu,%s,%s\n",
-		       r[i].key.tgid, st->comm, paths[r[i].key.path].name,
-		       st->calls, st->bytes, st->pages, st->errors, st->ns,
-		       folios, errs);
+		       r[i].key.tgid, escaped(st->comm, false),
+		       paths[r[i].key.path].name, st->calls, st->bytes,
+		       st->pages, st->errors, st->ns, folios, errs);
 	}
 }
 
@@ -555,6 +761,8 @@ static void report(struct mreg_trace_bpf *s, enum output out)
 	struct row *rows;
 	size_t n = collect(bpf_map__fd(s->maps.stats), &rows);
 	int err_fd = bpf_map__fd(s->maps.errors);
+	__u64 dropped = 0;
+	__u32 zero = 0;
 
 	if (out == OUT_JSON)
 		print_json(rows, n, err_fd);
@@ -564,6 +772,37 @@ static void report(struct mreg_trace_bpf *s, enum output out)
 		print_table(rows, n, err_fd);
 	fflush(stdout);
 	free(rows);
+	if (!bpf_map_lookup_elem(bpf_map__fd(s->maps.dropped), &zero,
+				 &dropped) &&
+	    dropped)
+		fprintf(stderr,
+			"mreg-trace: %llu calls not recorded: the table of "
+			"(process, path) is full\n",
+			dropped);
+}
+
+/* The live table every -i seconds: on stdout, or on stderr when stdout
+ * carries the JSON or CSV report at exit. */
+static void interval_table(struct mreg_trace_bpf *s, enum output out)
+{
+	struct row *rows;
+	size_t n;
+	int saved = -1;
+
+	if (out != OUT_TABLE) {
+		fflush(stdout);
+		saved = dup(STDOUT_FILENO);
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+	}
+	n = collect(bpf_map__fd(s->maps.stats), &rows);
+	print_table(rows, n, bpf_map__fd(s->maps.errors));
+	printf("\n");
+	fflush(stdout);
+	free(rows);
+	if (saved >= 0) {
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+	}
 }
 
 /* ---- setup ----------------------------------------------------------------
@@ -589,6 +828,55 @@ static void check_prerequisites(void)
 	load_module_btfs();
 }
 
+/*
+ * Return programs before entry programs: a call already running when
+ * its entry program attaches would otherwise be seen entering and never
+ * leaving. The skeleton's own attach goes in section order.
+ */
+static void attach_returns_first(struct mreg_trace_bpf *s)
+{
+	struct bpf_program *prog;
+	struct bpf_link *l;
+	const char *sec;
+
+	for (int pass = 0; pass < 2; pass++)
+		bpf_object__for_each_program(prog, s->obj)
+		{
+			sec = bpf_program__section_name(prog);
+			if (!bpf_program__autoload(prog) ||
+			    !bpf_program__autoattach(prog) ||
+			    (pass == 0) != !strncmp(sec, "fexit/", 6))
+				continue;
+			l = bpf_program__attach(prog);
+			if (!l)
+				die("attaching %s failed: %s (a kernel without "
+				    "fentry trampolines? --kprobes uses "
+				    "kprobes instead)",
+				    sec, strerror(errno));
+			klinks[nr_klinks++] = l;
+		}
+}
+
+static void attach_kprobes(void)
+{
+	struct bpf_link *l;
+
+	for (size_t i = 0; i < nr_kattach; i++) {
+		const struct kattach *k = &kattach[i];
+
+		l = bpf_program__attach_kprobe(k->pp.in, false, k->func);
+		if (!l)
+			die("kprobe on %s(): %s", k->func, strerror(errno));
+		klinks[nr_klinks++] = l;
+		if (!k->has_out)
+			continue;
+		l = bpf_program__attach_kprobe(k->pp.out, true, k->func);
+		if (!l)
+			die("kretprobe on %s(): %s", k->func, strerror(errno));
+		klinks[nr_klinks++] = l;
+	}
+}
+
 static struct mreg_trace_bpf *load(const struct opts *o)
 {
 	struct mreg_trace_bpf *s;
@@ -599,6 +887,10 @@ static struct mreg_trace_bpf *load(const struct opts *o)
 	if (!s)
 		die("cannot open the BPF object: %s", strerror(errno));
 	s->rodata->filter_tgid = (uint32_t)o->pid;
+	s->rodata->want_paths = 0;
+	for (int i = 0; i < PATH_NR; i++)
+		if (o->want[i])
+			s->rodata->want_paths |= 1u << i;
 	s->rodata->min_bytes = o->min_bytes;
 	if (o->comm)
 		strncpy((char *)s->rodata->filter_comm, o->comm,
@@ -618,11 +910,8 @@ static struct mreg_trace_bpf *load(const struct opts *o)
 			    strerror(-err));
 		die("loading the BPF programs failed: %s", strerror(-err));
 	}
-	err = mreg_trace_bpf__attach(s);
-	if (err)
-		die("attaching failed: %s (a kernel without fentry "
-		    "trampolines?)",
-		    strerror(-err));
+	attach_returns_first(s);
+	attach_kprobes();
 	if (o->verbose)
 		for (int i = 0; i < PATH_NR; i++)
 			if (active[i])
@@ -657,12 +946,13 @@ int main(int argc, char **argv)
 	while (!stop && !(o.duration && now() - start >= o.duration)) {
 		usleep(20000);
 		if (next && now() >= next) {
-			report(s, OUT_TABLE);
-			printf("\n");
+			interval_table(s, o.out);
 			next += o.interval;
 		}
 	}
 	report(s, o.out);
+	for (size_t i = 0; i < nr_klinks; i++)
+		bpf_link__destroy(klinks[i]);
 	mreg_trace_bpf__destroy(s);
 	for (size_t i = 0; i < nr_modules; i++)
 		btf__free(modules[i].btf);
