@@ -11,6 +11,11 @@
 # shellcheck disable=SC1091
 [ -r /mreg/clients.env ] && . /mreg/clients.env
 
+# pid-folios finds libmreg through its RUNPATH, the host's build tree,
+# which the harness copies to the same path; a tree under /tmp is hidden
+# by the guest's own /tmp, so the copy in /mreg/bin comes first.
+export LD_LIBRARY_PATH=/mreg/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
 TRACEFS=/sys/kernel/tracing
 THP=/sys/kernel/mm/transparent_hugepage
 QEMU=/opt/qemu/qemu
