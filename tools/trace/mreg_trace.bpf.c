@@ -642,8 +642,7 @@ int BPF_PROG(verbs_reg_mr_out)
 	return 0;
 }
 
-/* ib_umem_get() up to 6.x; __ib_umem_get_va() in 7.x: device, addr, size
- * first in both. mreg_trace.c points the programs at the one there is. */
+/* ib_umem_get(device, addr, size, access), up to 6.x. */
 SEC("fentry/ib_umem_get")
 int BPF_PROG(verbs_umem_in)
 {
@@ -661,6 +660,32 @@ int BPF_PROG(verbs_umem_out)
 	long ret;
 
 	/* A struct ib_umem * or an ERR_PTR: the errno in the pointer. */
+	bpf_get_func_ret(ctx, &v);
+	ret = (long)v;
+	leave(PATH_VERBS_UMEM, ret < 0 && ret >= -4095 ? ret : 0, true);
+	return 0;
+}
+
+/* 7.x: ib_umem_get_desc(device, desc, access), the exported entry that
+ * ib_umem_get_va() and the ioctl path go through; the size is in the uapi
+ * struct ib_uverbs_buffer_desc (offset 24; a DMABUF descriptor pins
+ * nothing and is counted with its length). */
+SEC("fentry/ib_umem_get_desc")
+int BPF_PROG(verbs_umem_desc_in)
+{
+	__u64 size = u64_at(arg_of(ctx, 1), 24);
+
+	add_bytes(size);
+	enter(PATH_VERBS_UMEM, size, true);
+	return 0;
+}
+
+SEC("fexit/ib_umem_get_desc")
+int BPF_PROG(verbs_umem_desc_out)
+{
+	__u64 v = 0;
+	long ret;
+
 	bpf_get_func_ret(ctx, &v);
 	ret = (long)v;
 	leave(PATH_VERBS_UMEM, ret < 0 && ret >= -4095 ? ret : 0, true);
@@ -904,6 +929,25 @@ int BPF_KPROBE(k_verbs_umem_in)
 
 SEC("kretprobe/ib_umem_get")
 int BPF_KRETPROBE(k_verbs_umem_out)
+{
+	long rc = PT_REGS_RC(ctx);
+
+	leave(PATH_VERBS_UMEM, rc < 0 && rc >= -4095 ? rc : 0, true);
+	return 0;
+}
+
+SEC("kprobe/ib_umem_get_desc")
+int BPF_KPROBE(k_verbs_umem_desc_in)
+{
+	__u64 size = u64_at(PT_REGS_PARM2(ctx), 24);
+
+	add_bytes(size);
+	enter(PATH_VERBS_UMEM, size, true);
+	return 0;
+}
+
+SEC("kretprobe/ib_umem_get_desc")
+int BPF_KRETPROBE(k_verbs_umem_desc_out)
 {
 	long rc = PT_REGS_RC(ctx);
 

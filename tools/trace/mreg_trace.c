@@ -48,7 +48,9 @@ static const struct path_info paths[PATH_NR] = {
 	{"pup_remote", "gup", {"pin_user_pages_remote"}},
 	{"gup_longterm", "gup", {"__gup_longterm_locked"}},
 	{"verbs_reg_mr", "verbs", {"ib_uverbs_reg_mr"}},
-	{"verbs_umem", "verbs", {"ib_umem_get", "__ib_umem_get_va"}},
+	/* 7.x: ib_umem_get_desc(), the exported entry (choose_fallbacks());
+	 * __ib_umem_get_va() has an out-of-line copy that callers skip. */
+	{"verbs_umem", "verbs", {"ib_umem_get"}},
 	{"vfio_map", "vfio", {"vfio_dma_do_map"}},
 	{"vfio_unmap", "vfio", {"vfio_dma_do_unmap"}},
 	{"iommufd_map", "iommufd", {"iommufd_ioas_map"}},
@@ -291,11 +293,11 @@ static const char *const ksym_wanted[] = {
 	"pin_user_pages_fast",	   "get_user_pages_fast",
 	"pin_user_pages_remote",   "__gup_longterm_locked",
 	"ib_uverbs_reg_mr",	   "ib_umem_get",
-	"__ib_umem_get_va",	   "vfio_dma_do_map",
-	"vfio_dma_do_unmap",	   "iommufd_ioas_map",
-	"iopt_map_user_pages",	   "io_sqe_buffers_register",
-	"__io_sqe_buffers_update", "vfio_iommu_type1_ioctl",
-	"io_register_rsrc_update", "io_sqe_buffer_register",
+	"vfio_dma_do_map",	   "vfio_dma_do_unmap",
+	"iommufd_ioas_map",	   "iopt_map_user_pages",
+	"io_sqe_buffers_register", "__io_sqe_buffers_update",
+	"vfio_iommu_type1_ioctl",  "io_register_rsrc_update",
+	"io_sqe_buffer_register",  "ib_umem_get_desc",
 };
 #define NR_KSYM (sizeof(ksym_wanted) / sizeof(ksym_wanted[0]))
 static bool ksym_found[NR_KSYM];
@@ -384,7 +386,7 @@ static struct prog_pair kprobe_of(struct mreg_trace_bpf *s, int path)
 }
 
 /* Kprobe pairs to attach by hand after load: their function can differ
- * from the one in their section name (7.x's __ib_umem_get_va). */
+ * from the one in their section name). */
 static struct kattach {
 	struct prog_pair pp;
 	const char *func;
@@ -455,6 +457,10 @@ static int choose_fallbacks(struct mreg_trace_bpf *s, const struct opts *o,
 				s->progs.uring_rsrc_update_out};
 	struct prog_pair ukp = {s->progs.k_uring_rsrc_update_in,
 				s->progs.k_uring_rsrc_update_out};
+	struct prog_pair dfe = {s->progs.verbs_umem_desc_in,
+				s->progs.verbs_umem_desc_out};
+	struct prog_pair dkp = {s->progs.k_verbs_umem_desc_in,
+				s->progs.k_verbs_umem_desc_out};
 	struct prog_pair bfe = {s->progs.uring_buffer_in, NULL};
 	struct prog_pair bkp = {s->progs.k_uring_buffer_in, NULL};
 	const char *how;
@@ -473,6 +479,15 @@ static int choose_fallbacks(struct mreg_trace_bpf *s, const struct opts *o,
 	} else {
 		set_pair(vfe, false);
 		set_pair(vkp, false);
+	}
+	if (o->want[PATH_VERBS_UMEM] && !active[PATH_VERBS_UMEM] &&
+	    (how = pick(o, dfe, dkp, "ib_umem_get_desc", false))) {
+		active[PATH_VERBS_UMEM] = true;
+		n++;
+		say(o, paths[PATH_VERBS_UMEM].name, how, "ib_umem_get_desc");
+	} else {
+		set_pair(dfe, false);
+		set_pair(dkp, false);
 	}
 	if (o->want[PATH_URING_UPDATE] && !active[PATH_URING_UPDATE] &&
 	    (how = pick(o, ufe, ukp, "io_register_rsrc_update", false))) {
@@ -520,7 +535,7 @@ static int choose_programs(struct mreg_trace_bpf *s, const struct opts *o,
 			say(o, paths[i].name, how, func);
 		} else if (o->want[i] && (o->path_given || o->verbose) &&
 			   i != PATH_VFIO_MAP && i != PATH_VFIO_UNMAP &&
-			   i != PATH_URING_UPDATE) {
+			   i != PATH_URING_UPDATE && i != PATH_VERBS_UMEM) {
 			fprintf(stderr,
 				"mreg-trace: path %s: %s is neither in this "
 				"kernel's BTF nor in kallsyms (its module not "

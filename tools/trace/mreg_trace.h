@@ -17,7 +17,7 @@ enum mreg_trace_path {
 	PATH_PUP_REMOTE,     /* pin_user_pages_remote() */
 	PATH_GUP_LONGTERM,   /* __gup_longterm_locked() */
 	PATH_VERBS_REG_MR,   /* ib_uverbs_reg_mr() */
-	PATH_VERBS_UMEM,     /* ib_umem_get() (6.12), __ib_umem_get_va() (7.x) */
+	PATH_VERBS_UMEM,     /* ib_umem_get() (6.x), ib_umem_get_desc() (7.x) */
 	PATH_VFIO_MAP,	     /* vfio_dma_do_map() */
 	PATH_VFIO_UNMAP,     /* vfio_dma_do_unmap() */
 	PATH_IOMMUFD_MAP,    /* iommufd_ioas_map() */
