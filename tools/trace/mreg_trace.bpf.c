@@ -542,62 +542,6 @@ static __always_inline void gup_kret(__u32 path, long ret)
 
 /* ---- the paths ----------------------------------------------------------- */
 
-SEC("fentry/pin_user_pages_fast")
-int BPF_PROG(pup_fast_in)
-{
-	enter(PATH_PUP_FAST, 0, false);
-	return 0;
-}
-
-SEC("fexit/pin_user_pages_fast")
-int BPF_PROG(pup_fast_out)
-{
-	gup_leave(ctx, PATH_PUP_FAST, 3, true);
-	return 0;
-}
-
-SEC("fentry/get_user_pages_fast")
-int BPF_PROG(gup_fast_in)
-{
-	enter(PATH_GUP_FAST, 0, false);
-	return 0;
-}
-
-SEC("fexit/get_user_pages_fast")
-int BPF_PROG(gup_fast_out)
-{
-	gup_leave(ctx, PATH_GUP_FAST, 3, true);
-	return 0;
-}
-
-SEC("fentry/pin_user_pages_remote")
-int BPF_PROG(pup_remote_in)
-{
-	enter(PATH_PUP_REMOTE, 0, false);
-	return 0;
-}
-
-SEC("fexit/pin_user_pages_remote")
-int BPF_PROG(pup_remote_out)
-{
-	gup_leave(ctx, PATH_PUP_REMOTE, 4, false);
-	return 0;
-}
-
-SEC("fentry/__gup_longterm_locked")
-int BPF_PROG(gup_longterm_in)
-{
-	enter(PATH_GUP_LONGTERM, 0, false);
-	return 0;
-}
-
-SEC("fexit/__gup_longterm_locked")
-int BPF_PROG(gup_longterm_out)
-{
-	gup_leave(ctx, PATH_GUP_LONGTERM, 3, false);
-	return 0;
-}
-
 /*
  * Arguments and return values through bpf_get_func_arg()/_ret(): the
  * verifier takes a direct context load only for scalars and pointers to
@@ -628,19 +572,54 @@ static __always_inline __u64 u64_at(__u64 ptr, int off)
 	return v;
 }
 
-SEC("fentry/ib_uverbs_reg_mr")
-int BPF_PROG(verbs_reg_mr_in)
-{
-	enter(PATH_VERBS_REG_MR, 0, true);
-	return 0;
-}
+/* An fentry/fexit pair for a GUP entry point: the pages array is
+ * argument @pages_arg; pin_user_pages_fast() and get_user_pages_fast()
+ * return int, the others long. */
+#define FPAIR_GUP(name, fn, path, pages_arg, int_ret)                         \
+	SEC("fentry/" #fn)                                                    \
+	int BPF_PROG(name##_in)                                               \
+	{                                                                     \
+		enter(path, 0, false);                                        \
+		return 0;                                                     \
+	}                                                                     \
+	SEC("fexit/" #fn)                                                     \
+	int BPF_PROG(name##_out)                                              \
+	{                                                                     \
+		gup_leave(ctx, path, pages_arg, int_ret);                     \
+		return 0;                                                     \
+	}
 
-SEC("fexit/ib_uverbs_reg_mr")
-int BPF_PROG(verbs_reg_mr_out)
-{
-	leave(PATH_VERBS_REG_MR, int_ret_of(ctx), true);
-	return 0;
-}
+FPAIR_GUP(pup_fast, pin_user_pages_fast, PATH_PUP_FAST, 3, true)
+FPAIR_GUP(gup_fast, get_user_pages_fast, PATH_GUP_FAST, 3, true)
+FPAIR_GUP(pup_remote, pin_user_pages_remote, PATH_PUP_REMOTE, 4, false)
+FPAIR_GUP(gup_longterm, __gup_longterm_locked, PATH_GUP_LONGTERM, 3, false)
+
+/* An fentry/fexit pair for a consumer returning int, its size known at
+ * entry (@bytes_expr) or added from beneath (0). */
+#define FPAIR(name, fn, path, bytes_expr)                                     \
+	SEC("fentry/" #fn)                                                    \
+	int BPF_PROG(name##_in)                                               \
+	{                                                                     \
+		enter(path, bytes_expr, true);                                \
+		return 0;                                                     \
+	}                                                                     \
+	SEC("fexit/" #fn)                                                     \
+	int BPF_PROG(name##_out)                                              \
+	{                                                                     \
+		leave(path, int_ret_of(ctx), true);                           \
+		return 0;                                                     \
+	}
+
+/* struct vfio_iommu_type1_dma_map and _dma_unmap are uapi (argsz, flags,
+ * vaddr or iova, ...): size sits at offset 24 in the first, 16 in the
+ * second. */
+FPAIR(verbs_reg_mr, ib_uverbs_reg_mr, PATH_VERBS_REG_MR, 0)
+FPAIR(vfio_map, vfio_dma_do_map, PATH_VFIO_MAP, u64_at(arg_of(ctx, 1), 24))
+FPAIR(vfio_unmap, vfio_dma_do_unmap, PATH_VFIO_UNMAP,
+      u64_at(arg_of(ctx, 1), 16))
+FPAIR(iommufd_map, iommufd_ioas_map, PATH_IOMMUFD_MAP, 0)
+FPAIR(uring_register, io_sqe_buffers_register, PATH_URING_REGISTER, 0)
+FPAIR(uring_update, __io_sqe_buffers_update, PATH_URING_UPDATE, 0)
 
 /* ib_umem_get(device, addr, size, access), up to 6.x. */
 SEC("fentry/ib_umem_get")
@@ -689,37 +668,6 @@ int BPF_PROG(verbs_umem_desc_out)
 	bpf_get_func_ret(ctx, &v);
 	ret = (long)v;
 	leave(PATH_VERBS_UMEM, ret < 0 && ret >= -4095 ? ret : 0, true);
-	return 0;
-}
-
-/* struct vfio_iommu_type1_dma_map and _dma_unmap are uapi (argsz, flags,
- * vaddr or iova, ...): size sits at offset 24 in the first, 16 in the
- * second. */
-SEC("fentry/vfio_dma_do_map")
-int BPF_PROG(vfio_map_in)
-{
-	enter(PATH_VFIO_MAP, u64_at(arg_of(ctx, 1), 24), true);
-	return 0;
-}
-
-SEC("fexit/vfio_dma_do_map")
-int BPF_PROG(vfio_map_out)
-{
-	leave(PATH_VFIO_MAP, int_ret_of(ctx), true);
-	return 0;
-}
-
-SEC("fentry/vfio_dma_do_unmap")
-int BPF_PROG(vfio_unmap_in)
-{
-	enter(PATH_VFIO_UNMAP, u64_at(arg_of(ctx, 1), 16), true);
-	return 0;
-}
-
-SEC("fexit/vfio_dma_do_unmap")
-int BPF_PROG(vfio_unmap_out)
-{
-	leave(PATH_VFIO_UNMAP, int_ret_of(ctx), true);
 	return 0;
 }
 
@@ -781,20 +729,6 @@ int BPF_PROG(vfio_ioctl_out)
 	return 0;
 }
 
-SEC("fentry/iommufd_ioas_map")
-int BPF_PROG(iommufd_map_in)
-{
-	enter(PATH_IOMMUFD_MAP, 0, true);
-	return 0;
-}
-
-SEC("fexit/iommufd_ioas_map")
-int BPF_PROG(iommufd_map_out)
-{
-	leave(PATH_IOMMUFD_MAP, int_ret_of(ctx), true);
-	return 0;
-}
-
 /* iopt_map_user_pages(ictx, iopt, iova, uptr, length, prot, flags) */
 SEC("fentry/iopt_map_user_pages")
 int BPF_PROG(iopt_map_in)
@@ -810,20 +744,6 @@ SEC("fexit/iopt_map_user_pages")
 int BPF_PROG(iopt_map_out)
 {
 	leave(PATH_IOPT_MAP, int_ret_of(ctx), true);
-	return 0;
-}
-
-SEC("fentry/io_sqe_buffers_register")
-int BPF_PROG(uring_register_in)
-{
-	enter(PATH_URING_REGISTER, 0, true);
-	return 0;
-}
-
-SEC("fexit/io_sqe_buffers_register")
-int BPF_PROG(uring_register_out)
-{
-	leave(PATH_URING_REGISTER, int_ret_of(ctx), true);
 	return 0;
 }
 
@@ -844,20 +764,6 @@ int BPF_PROG(uring_rsrc_update_out)
 {
 	if (arg_of(ctx, 3) == IORING_RSRC_BUFFER)
 		leave(PATH_URING_UPDATE, int_ret_of(ctx), true);
-	return 0;
-}
-
-SEC("fentry/__io_sqe_buffers_update")
-int BPF_PROG(uring_update_in)
-{
-	enter(PATH_URING_UPDATE, 0, true);
-	return 0;
-}
-
-SEC("fexit/__io_sqe_buffers_update")
-int BPF_PROG(uring_update_out)
-{
-	leave(PATH_URING_UPDATE, int_ret_of(ctx), true);
 	return 0;
 }
 

@@ -93,31 +93,33 @@ static void usage(FILE *f)
 	fprintf(f, "\nSee mreg-trace(8).\n");
 }
 
-static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int die(const char *fmt, ...)
+/* The message on stderr, then exit: 1 for what the kernel refuses or
+ * lacks, 2 for a bad argument (as for usage). */
+static __attribute__((noreturn)) void vfail(int status, const char *fmt,
+					    va_list ap)
+{
+	fprintf(stderr, "mreg-trace: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void die(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fprintf(stderr, "mreg-trace: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
+	vfail(1, fmt, ap);
 }
 
-/* A bad argument: the message, and exit status 2 as for usage. */
 static void bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void bad_arg(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fprintf(stderr, "mreg-trace: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(2);
+	vfail(2, fmt, ap);
 }
 
 static void select_paths(struct opts *o, char *list)
